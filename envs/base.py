@@ -1,0 +1,73 @@
+"""The contract every scorer implements, and the result shape they all return."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from sandbox import Limits, Status
+
+
+class EnvError(Exception):
+    """Root of the errors raised by envs."""
+
+
+class InvalidJob(EnvError):
+    """The job is malformed: the message names the field at fault."""
+
+
+class Env(abc.ABC):
+    """A scorer registered under a stable id; bump `version` whenever scoring changes."""
+
+    id: ClassVar[str]
+    version: ClassVar[str]
+    default_limits: ClassVar[Limits] = Limits()
+
+    @abc.abstractmethod
+    def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
+        """Score one job; return at least `status` and `reward`. Raise InvalidJob for a bad job."""
+
+
+class Context:
+    """What an env may use while it scores: this process's sandbox slot and the loaded datasets.
+
+    The sandbox starts on first use, so envs that never run code (weight edits) never pay for it.
+    """
+
+    def __init__(self, slot: int = 0, datasets: Any = None) -> None:
+        self.slot = slot
+        self.datasets = datasets
+        self._sandbox: Any = None
+
+    @property
+    def sandbox(self) -> Any:
+        """This slot's sandbox, started on first use."""
+        if self._sandbox is None:
+            from sandbox import Sandbox
+
+            self._sandbox = Sandbox(slot=self.slot)
+            self._sandbox.start()
+        return self._sandbox
+
+    def close(self) -> None:
+        """Stop the sandbox if it was started."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
+def make_result(
+    job_id: Any, env: Any, status: Status, reward: float | None, error: str | None = None, **fields: Any
+) -> dict[str, Any]:
+    """A result object of the contract: id, env, status, code, reward, error, then env fields."""
+    result: dict[str, Any] = {
+        "id": job_id,
+        "env": env,
+        "status": status.value,
+        "code": status.code,
+        "reward": reward,
+        "error": error,
+    }
+    result.update(fields)
+    return result

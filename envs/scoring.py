@@ -1,0 +1,42 @@
+"""Score any job: validation of the common fields, dispatch to its env, and the farm's stamps."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from envs.base import Context, InvalidJob, make_result
+from envs.registry import get_env
+from sandbox import Status
+
+log = logging.getLogger(__name__)
+
+
+def score_job(job: Any, ctx: Context) -> dict[str, Any]:
+    """Score one job and return its result; never raises for anything a job can contain."""
+    started = time.perf_counter()
+    job_id = job.get("id") if isinstance(job, dict) else None
+    env_id = job.get("env") if isinstance(job, dict) else None
+    try:
+        if not isinstance(job, dict):
+            raise InvalidJob("job: must be a JSON object")
+        if not isinstance(job_id, str) or not job_id:
+            raise InvalidJob("id: required, a non-empty string")
+        env = get_env(env_id)
+        try:
+            limits = env.default_limits.merged(job.get("limits"))
+        except ValueError as error:
+            raise InvalidJob(str(error)) from None
+        result = make_result(job_id, env_id, Status.OK, None)
+        result.update(env.score(job, limits, ctx))
+        result["code"] = Status(result["status"]).code
+        result["env_version"] = env.version
+        result["limits"] = limits.to_dict()
+    except InvalidJob as error:
+        result = make_result(job_id, env_id, Status.INVALID_JOB, None, str(error))
+    except Exception as error:  # the farm's own fault: report it, never lose the job
+        log.exception("env %r failed on job %r", env_id, job_id)
+        result = make_result(job_id, env_id, Status.INFRA_ERROR, None, f"{type(error).__name__}: {error}")
+    result["run_s"] = round(time.perf_counter() - started, 6)
+    return result

@@ -1,0 +1,46 @@
+"""What one sandboxed run produced."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sandbox.status import Status
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """The outcome of one run: its status, its output and what it cost.
+
+    `completed` is true only when the program's top-level code ran to its end (no exception, no
+    `sys.exit`, no `os._exit`, no signal): envs that must know a check really ran rely on it.
+    `value` is the JSON text a `call` run returned (None otherwise).
+    """
+
+    status: Status
+    stdout: bytes = b""
+    stderr: bytes = b""
+    exit_code: int | None = None
+    signal: int | None = None
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    max_rss_mb: float = 0.0
+    completed: bool = False
+    value: str | None = None
+    error: str | None = None
+
+    def to_fields(self) -> dict[str, Any]:
+        """The result fields of the `program` env (output decoded as UTF-8 with replacement)."""
+        return {
+            "stdout": self.stdout.decode("utf-8", "replace"),
+            "stderr": self.stderr.decode("utf-8", "replace"),
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "stdout_truncated": self.stdout_truncated,
+            "stderr_truncated": self.stderr_truncated,
+            "wall_s": round(self.wall_s, 6),
+            "cpu_s": round(self.cpu_s, 6),
+            "max_rss_mb": round(self.max_rss_mb, 3),
+        }
