@@ -10,6 +10,9 @@ from envs.base import Env, InvalidJob
 # never imports the code envs, and the reverse.
 _ENTRY_POINTS: dict[str, str] = {
     "program": "envs.program:ProgramEnv",
+    "codecontests": "envs.codecontests:CodeContestsEnv",
+    "humaneval": "envs.humaneval:HumanEvalEnv",
+    "call": "envs.call:CallEnv",
 }
 _INSTANCES: dict[str, Env] = {}
 

@@ -1,0 +1,73 @@
+"""The `call` env (ELM / MAP-Elites): run code, call one of its functions, return the value as JSON.
+
+The sandbox execs `code`, calls `func_name(*args, **kwargs)` and serialises the return value to JSON
+inside the sandbox (numpy arrays as nested lists, numpy scalars as numbers, tuples as lists), capped
+at `max_value_bytes`. Only that JSON text crosses the boundary, never a pickle. A value that cannot be
+serialised is a runtime_error saying so; an oversized one an output_limit. `reward` is always null.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field, JsonValue, field_validator
+
+from envs.base import Context, Env
+from envs.validation import JobModel, validate_job
+from sandbox.limits import Limits
+from sandbox.status import Status
+
+MAX_CODE_CHARS = 256 << 10
+MAX_ARGS_BYTES = 1 << 20  # args and kwargs together, as JSON
+DEFAULT_VALUE_BYTES = 1 << 20
+MAX_VALUE_BYTES = 16 << 20
+IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class CallJob(JobModel):
+    """A `call` job: code, the function to call, and its JSON arguments."""
+
+    code: str = Field(max_length=MAX_CODE_CHARS)
+    func_name: str = Field(max_length=256, pattern=IDENTIFIER)
+    args: list[JsonValue] = Field(default_factory=list)
+    kwargs: dict[str, JsonValue] = Field(default_factory=dict)
+    max_value_bytes: int = Field(default=DEFAULT_VALUE_BYTES, gt=0, le=MAX_VALUE_BYTES)
+
+    @field_validator("kwargs")
+    @classmethod
+    def _args_size(cls, kwargs: dict[str, JsonValue], info: Any) -> dict[str, JsonValue]:
+        """Refuse arguments whose JSON is larger than MAX_ARGS_BYTES."""
+        size = len(json.dumps([info.data.get("args"), kwargs]))
+        if size > MAX_ARGS_BYTES:
+            raise ValueError(f"args and kwargs take {size} bytes as JSON, more than {MAX_ARGS_BYTES}")
+        return kwargs
+
+
+class CallEnv(Env):
+    """Returns what the untrusted code's function returned, as JSON in `result`."""
+
+    id = "call"
+    version = "1"
+    default_limits = Limits(wall_s=10.0, cpu_s=5.0, memory_mb=1024)
+
+    def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
+        """Build the CallSpec, run it, and map the run to a result."""
+        from sandbox import CallSpec  # the package root, not a submodule: keeps the sandbox's public API
+
+        request = validate_job(CallJob, job)
+        spec = CallSpec(request.func_name, list(request.args), dict(request.kwargs), request.max_value_bytes)
+        run = ctx.sandbox.run(request.code, limits=limits, call=spec)
+        fields = {"result": None, **run.to_fields()}
+        if run.status is not Status.OK:
+            return {
+                "status": run.status.value,
+                "reward": None,
+                "error": run.error or run.status.value,
+                **fields,
+            }
+        if run.value is None:
+            raise RuntimeError("the sandbox reported ok for a call run but returned no value")
+        fields["result"] = json.loads(run.value)
+        return {"status": Status.OK.value, "reward": None, "error": None, **fields}

@@ -1,0 +1,179 @@
+"""The `codecontests` env: a program judged on stdin/stdout tests, as in seed 003's CodeContestsEnv.
+
+Public tests only produce `feedback` for the model's next turn; hidden tests decide the reward.
+Every test is a fresh sandboxed process, all in this worker's one sandbox slot, back to back. The
+program sees nothing but its stdin: expected outputs stay in the worker, never in the sandbox.
+
+Status of a job: the status of its hidden tests by `sandbox.status.PRECEDENCE` (infra_error, then
+syntax_error, memory_limit, output_limit, timeout, runtime_error, wrong_answer, ok). With
+`all_or_nothing` the run stops at the first failing hidden test, so this is that test's status; with
+`fraction_passed` every hidden test runs. A syntax error, or an infra_error in any run, stops the job.
+Hidden tests' inputs and outputs never appear in a result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from envs.base import Context, Env, InvalidJob
+from envs.codecontests.compare import normalize_output, outputs_match
+from envs.codecontests.extract import extract_code
+from envs.codecontests.feedback import PublicOutcome, format_feedback, parse_error_feedback
+from envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
+from envs.datasets import DatasetStore, IOPair, Problem
+from envs.validation import validate_job
+from sandbox.limits import Limits
+from sandbox.status import Status, worst
+
+# Runs after which the remaining tests cannot change the verdict (or the verdict cannot be trusted).
+_STOPPERS = frozenset({Status.SYNTAX_ERROR, Status.INFRA_ERROR})
+ERROR_CLIP = 300
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """One test's verdict, the run behind it, and what the model may see of it."""
+
+    status: Status
+    wall_s: float
+    cpu_s: float
+    stdout: str
+    stderr: str
+    error: str | None
+
+
+class CodeContestsEnv(Env):
+    """Competitive-programming answers against stdin/stdout tests."""
+
+    id = "codecontests"
+    version = "1"
+    default_limits = Limits(wall_s=4.0, cpu_s=2.0, memory_mb=512, output_bytes=4 << 20)
+
+    def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
+        """Run the public tests for feedback, then the hidden tests for the reward."""
+        request = validate_job(CodeContestsJob, job).check_choices()
+        problem = self._problem(request, ctx)
+        code = request.code if request.code is not None else extract_code(request.completion or "")
+        if code is None:
+            return _parse_error(problem)
+        if len(code) > MAX_CODE_CHARS:
+            raise InvalidJob(f"completion: the program is longer than {MAX_CODE_CHARS} characters")
+        judge = _Judge(ctx.sandbox, code, limits, problem.float_tolerance)
+        public = judge.run_all(problem.public_tests, stop_at_failure=False)
+        outcomes = [_outcome(test, run) for test, run in zip(problem.public_tests, public, strict=False)]
+        feedback = format_feedback(outcomes, total=len(problem.public_tests))
+        stopped = next((run for run in public if run.status in _STOPPERS), None)
+        hidden = (
+            [] if stopped else judge.run_all(problem.hidden_tests, request.reward_shape == "all_or_nothing")
+        )
+        return _result(problem, request.reward_shape, stopped, hidden, feedback)
+
+    @staticmethod
+    def _problem(request: CodeContestsJob, ctx: Context) -> Problem:
+        """The inline problem, or the one `problem_id` names in this worker's datasets."""
+        if request.problem is not None:
+            return request.problem
+        if not isinstance(ctx.datasets, DatasetStore):
+            raise InvalidJob("problem_id: no dataset is loaded on this worker; send the problem inline")
+        return ctx.datasets.lookup(request.problem_id or "", request.dataset)
+
+
+class _Judge:
+    """Runs one program on tests, in one sandbox slot."""
+
+    def __init__(self, sandbox: Any, code: str, limits: Limits, float_tolerance: float | None) -> None:
+        self.sandbox, self.code, self.limits, self.float_tolerance = sandbox, code, limits, float_tolerance
+
+    def run(self, test: IOPair) -> Verdict:
+        """Run the program on `test.input`; wrong_answer when it exits cleanly with the wrong output."""
+        r = self.sandbox.run(self.code, stdin=test.input.encode("utf-8"), limits=self.limits)
+        status = r.status
+        if status is Status.OK and not outputs_match(r.stdout, test.output, self.float_tolerance):
+            status = Status.WRONG_ANSWER
+        stdout = r.stdout.decode("utf-8", "replace")
+        stderr = r.stderr.decode("utf-8", "replace")
+        return Verdict(status, r.wall_s, r.cpu_s, stdout, stderr, r.error)
+
+    def run_all(self, tests: list[IOPair], stop_at_failure: bool) -> list[Verdict]:
+        """`tests` in order, stopping after a stopper, or after any failure if `stop_at_failure`."""
+        runs = []
+        for test in tests:
+            run = self.run(test)
+            runs.append(run)
+            if run.status in _STOPPERS or (stop_at_failure and run.status is not Status.OK):
+                break
+        return runs
+
+
+def _outcome(test: IOPair, run: Verdict) -> PublicOutcome:
+    """What the feedback shows of a public test."""
+    return PublicOutcome(
+        passed=run.status is Status.OK,
+        status=run.status,
+        wall_s=run.wall_s,
+        input=test.input,
+        expected=normalize_output(test.output),
+        got=normalize_output(run.stdout),
+        stderr=run.stderr,
+    )
+
+
+def _result(
+    problem: Problem, shape: str, stopped: Verdict | None, hidden: list[Verdict], feedback: str
+) -> dict[str, Any]:
+    """The result fields: status by precedence, reward by shape, per-test entries, feedback."""
+    total = len(problem.hidden_tests)
+    passed = sum(run.status is Status.OK for run in hidden)
+    status = stopped.status if stopped else worst([run.status for run in hidden])
+    if status is Status.INFRA_ERROR:
+        reward = None  # the farm's fault: never a reward of 0
+    elif shape == "fraction_passed":
+        reward = passed / total
+    else:
+        reward = 1.0 if passed == total else 0.0
+    fields = {
+        "tests": [
+            {"status": r.status.value, "wall_s": round(r.wall_s, 6), "cpu_s": round(r.cpu_s, 6)}
+            for r in hidden
+        ],
+        "passed": passed,
+        "total": total,
+        "feedback": feedback,
+    }
+    return {
+        "status": status.value,
+        "reward": reward,
+        "error": _error(status, stopped, hidden, total),
+        **fields,
+    }
+
+
+def _error(status: Status, stopped: Verdict | None, hidden: list[Verdict], total: int) -> str | None:
+    """A one-line reason for a failed job (no hidden test data in it)."""
+    if status is Status.OK:
+        return None
+    if stopped is not None:
+        return f"public test run: {status.value}" + _detail(stopped)
+    number, run = next((n, r) for n, r in enumerate(hidden, start=1) if r.status is status)
+    return f"hidden test {number}/{total}: {status.value}" + _detail(run)
+
+
+def _detail(run: Verdict) -> str:
+    """The sandbox's own explanation of a run, clipped, when it gave one."""
+    return f": {run.error[:ERROR_CLIP]}" if run.error else ""
+
+
+def _parse_error(problem: Problem) -> dict[str, Any]:
+    """The result of an answer with no Python code block: reward 0, nothing run."""
+    total = len(problem.hidden_tests)
+    return {
+        "status": Status.PARSE_ERROR.value,
+        "reward": 0.0,
+        "error": "completion: no fenced Python code block",
+        "tests": [],
+        "passed": 0,
+        "total": total,
+        "feedback": parse_error_feedback(),
+    }

@@ -1,0 +1,47 @@
+"""The program inside a model's answer: the first fenced Python code block."""
+
+from __future__ import annotations
+
+# Info strings that mark a Python block; an untagged fence counts too (models often omit the tag).
+PYTHON_TAGS = frozenset({"", "python", "py", "python3", "py3"})
+FENCE = "```"
+
+
+def extract_code(text: str) -> str | None:
+    """The body of the first fenced block tagged python/py (or untagged); None when there is none.
+
+    A fence is a line whose first non-blank characters are three backticks; the rest of that line is
+    its tag (case-insensitive; only its first word counts, so "python title=x" is Python). Blocks in
+    other languages are skipped whole. A block left open runs to the end of the text, since answers cut
+    off at a token limit are common and the sandbox will judge what is there.
+    """
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        tag = _fence_tag(lines[index])
+        if tag is None:
+            index += 1
+            continue
+        end = _closing_fence(lines, index + 1)
+        if tag in PYTHON_TAGS:
+            body = "\n".join(lines[index + 1 : end])
+            return body + "\n" if body else None
+        index = end + 1
+    return None
+
+
+def _fence_tag(line: str) -> str | None:
+    """The lower-cased tag of an opening fence line, or None when `line` is not a fence."""
+    stripped = line.strip()
+    if not stripped.startswith(FENCE):
+        return None
+    words = stripped[len(FENCE) :].strip().split()
+    return words[0].lower() if words else ""
+
+
+def _closing_fence(lines: list[str], start: int) -> int:
+    """Index of the fence closing a block whose body starts at `start` (len(lines) when unclosed)."""
+    for index in range(start, len(lines)):
+        if lines[index].strip() == FENCE:
+            return index
+    return len(lines)

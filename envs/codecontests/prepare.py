@@ -1,0 +1,100 @@
+"""deepmind/code_contests parquet shards -> the JSONL problem format of `envs.datasets`.
+
+Follows seed 003's `prepare_cp_data.py`: one object per problem with `id` (the problem's `name`),
+`description`, `public_tests`, `hidden_tests` (private tests then generated tests, capped by
+`max_hidden`), plus `difficulty`; problems are filtered on a minimum number of public tests, a
+difficulty range and a maximum count. Only the columns needed are read, batch by batch, so the large
+`solutions` columns of the real shards never load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from envs.datasets import DatasetError
+
+COLUMNS = ("name", "description", "public_tests", "private_tests", "generated_tests", "difficulty")
+BATCH_ROWS = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepareOptions:
+    """Filters and caps of `prepare_codecontests` (defaults as in seed 003)."""
+
+    max_hidden: int = 50
+    min_public: int = 1
+    min_difficulty: int | None = None
+    max_difficulty: int | None = None
+    max_samples: int | None = None
+
+
+def parquet_files(source: str | Path) -> list[Path]:
+    """`source` itself if it is a file, else every *.parquet below it, sorted; DatasetError if none."""
+    source = Path(source)
+    if source.is_file():
+        return [source]
+    files = sorted(source.rglob("*.parquet")) if source.is_dir() else []
+    if not files:
+        raise DatasetError(f"no parquet file at {source}")
+    return files
+
+
+def iter_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
+    """The rows of `files` as dicts of the needed columns, read in small batches."""
+    import pyarrow.parquet as pq  # a tooling dependency: workers never need it
+
+    for path in files:
+        parquet = pq.ParquetFile(path)
+        missing = [name for name in COLUMNS if name not in parquet.schema_arrow.names]
+        if missing:
+            raise DatasetError(f"{path}: not a code_contests shard (missing columns: {', '.join(missing)})")
+        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=list(COLUMNS)):
+            yield from batch.to_pylist()
+
+
+def convert_row(row: dict[str, Any], options: PrepareOptions) -> dict[str, Any] | None:
+    """One problem object from one row, or None when the filters drop it."""
+    public = _pairs(row.get("public_tests"))
+    hidden = (_pairs(row.get("private_tests")) + _pairs(row.get("generated_tests")))[: options.max_hidden]
+    difficulty = row.get("difficulty")
+    if len(public) < options.min_public or not hidden or not row.get("name"):
+        return None
+    if options.min_difficulty is not None and (difficulty is None or difficulty < options.min_difficulty):
+        return None
+    if options.max_difficulty is not None and (difficulty is None or difficulty > options.max_difficulty):
+        return None
+    return {
+        "id": row["name"],
+        "description": row.get("description") or "",
+        "public_tests": public,
+        "hidden_tests": hidden,
+        "difficulty": difficulty,
+    }
+
+
+def _pairs(tests: dict[str, Any] | None) -> list[dict[str, str]]:
+    """A {input: [...], output: [...]} struct as a list of {input, output} pairs."""
+    if not tests:
+        return []
+    inputs, outputs = tests.get("input") or [], tests.get("output") or []
+    return [{"input": i, "output": o} for i, o in zip(inputs, outputs, strict=False)]
+
+
+def prepare_codecontests(source: str | Path, out: str | Path, options: PrepareOptions) -> tuple[int, int]:
+    """Write the problems of `source` kept by `options` to `out`; return (rows read, problems written)."""
+    read = written = 0
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as file:
+        for row in iter_rows(parquet_files(source)):
+            if options.max_samples is not None and written >= options.max_samples:
+                break
+            read += 1
+            problem = convert_row(row, options)
+            if problem is not None:
+                file.write(json.dumps(problem, ensure_ascii=False) + "\n")
+                written += 1
+    return read, written

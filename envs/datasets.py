@@ -1,0 +1,249 @@
+"""Problem sets of stdin/stdout tests: the JSONL format, its loader, and the store workers look up.
+
+File format: one JSON object per line, one problem each (what `evalfarm datasets prepare` writes):
+`{"id": str, "description": str, "public_tests": [{"input": str, "output": str}, ...],
+"hidden_tests": [...], "float_tolerance": float (optional)}`; other keys are kept out of the way.
+
+A worker makes datasets available by id from one directory (its `datasets_dir` setting, e.g. the
+EVALFARM_DATASETS_DIR variable read by the worker's settings, never here): `<dataset_id>.jsonl` files,
+installed there by `evalfarm datasets load FILE.jsonl`, which validates the file and writes it
+atomically. A `DatasetStore` over that directory loads a dataset on first need and looks again for new
+files whenever a job names a problem or dataset it does not hold, so a dataset installed while the
+workers run is found without a restart. A dataset id is never overwritten in place unless asked
+(`--replace`); workers that already loaded it keep the old copy until they restart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, model_validator
+
+from envs.base import EnvError, InvalidJob
+from envs.validation import JobModel, describe
+
+log = logging.getLogger(__name__)
+
+# Caps of one problem, inline in a job or in a dataset line.
+MAX_TESTS = 1000  # per list (public, hidden)
+MAX_TEST_CHARS = 8 << 20  # per input and per expected output
+MAX_PROBLEM_CHARS = 64 << 20  # all inputs and outputs of a problem together
+MAX_WARNINGS = 10  # malformed lines reported one by one per file; the rest only counted
+DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+class DatasetError(EnvError):
+    """A dataset file or directory cannot be used (missing, unreadable, bad id)."""
+
+
+class IOPair(JobModel):
+    """One stdin/stdout test."""
+
+    input: str = Field(max_length=MAX_TEST_CHARS)
+    output: str = Field(max_length=MAX_TEST_CHARS)
+
+
+class Problem(JobModel):
+    """A problem: public tests give feedback, hidden tests decide the reward."""
+
+    id: str = Field(min_length=1, max_length=256)
+    description: str = ""
+    public_tests: list[IOPair] = Field(default_factory=list, max_length=MAX_TESTS)
+    hidden_tests: list[IOPair] = Field(min_length=1, max_length=MAX_TESTS)
+    float_tolerance: float | None = Field(default=None, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Problem:
+        """Refuse a problem whose tests add up to more than MAX_PROBLEM_CHARS."""
+        size = sum(len(t.input) + len(t.output) for t in (*self.public_tests, *self.hidden_tests))
+        if size > MAX_PROBLEM_CHARS:
+            raise ValueError(f"tests total {size} characters, more than {MAX_PROBLEM_CHARS}")
+        return self
+
+
+@dataclasses.dataclass(frozen=True)
+class Caps:
+    """What a loader keeps of a file: at most `max_problems`, and so many tests of each problem."""
+
+    max_problems: int | None = None
+    max_public: int | None = None
+    max_hidden: int | None = None
+    min_public: int = 0
+
+
+@dataclasses.dataclass
+class Loaded:
+    """The problems read from a file and how many lines were skipped."""
+
+    problems: list[Problem]
+    skipped: int = 0
+
+
+def load_problems(path: str | Path, caps: Caps = Caps(), max_warnings: int = MAX_WARNINGS) -> Loaded:
+    """The problems of a JSONL file under `caps`; malformed lines are skipped with bounded warnings.
+
+    A problem with no hidden test, fewer public tests than `caps.min_public`, or an id seen before in
+    the file is skipped like a malformed line. A missing file is a DatasetError.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"dataset file not found: {path}")
+    loaded, seen = Loaded([]), set()
+    for number, line in _lines(path):
+        if caps.max_problems is not None and len(loaded.problems) >= caps.max_problems:
+            break
+        try:
+            problem = _parse_line(line, caps)
+            if problem.id in seen:
+                raise ValueError(f"id: duplicate problem id {problem.id!r}")
+        except ValueError as error:
+            loaded.skipped += 1
+            if loaded.skipped <= max_warnings:
+                log.warning("%s:%d: skipped: %s", path, number, error)
+            continue
+        seen.add(problem.id)
+        loaded.problems.append(problem)
+    if loaded.skipped > max_warnings:
+        log.warning("%s: %d more lines skipped", path, loaded.skipped - max_warnings)
+    return loaded
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Non-blank lines of `path` with their 1-based numbers."""
+    with path.open(encoding="utf-8", errors="replace") as file:
+        for number, line in enumerate(file, start=1):
+            if line.strip():
+                yield number, line
+
+
+def _parse_line(line: str, caps: Caps) -> Problem:
+    """One line as a Problem with the test caps applied; ValueError naming the fault otherwise."""
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON: {error}") from None
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    for key, cap in (("public_tests", caps.max_public), ("hidden_tests", caps.max_hidden)):
+        if cap is not None and isinstance(raw.get(key), list):
+            raw[key] = raw[key][:cap]
+    try:
+        problem = Problem.model_validate(raw)
+    except ValidationError as error:
+        raise ValueError(describe(error)) from None
+    if len(problem.public_tests) < caps.min_public:
+        raise ValueError(f"public_tests: fewer than {caps.min_public}")
+    return problem
+
+
+def check_dataset_id(dataset_id: str) -> str:
+    """`dataset_id` if it is a valid id (letters, digits, `_.-`, at most 64); DatasetError otherwise."""
+    if not DATASET_ID.fullmatch(dataset_id):
+        raise DatasetError(f"bad dataset id {dataset_id!r}: letters, digits and _.- only, at most 64")
+    return dataset_id
+
+
+def install_dataset(
+    source: str | Path,
+    directory: str | Path,
+    dataset_id: str | None = None,
+    caps: Caps = Caps(),
+    replace: bool = False,
+) -> tuple[str, Loaded]:
+    """Validate `source` and write its valid problems to `directory/<dataset_id>.jsonl` atomically.
+
+    The id defaults to the file's stem. Workers reading the directory never see a half-written file.
+    """
+    dataset_id = check_dataset_id(dataset_id or Path(source).stem)
+    directory = Path(directory)
+    target = directory / f"{dataset_id}.jsonl"
+    if target.exists() and not replace:
+        raise DatasetError(f"dataset {dataset_id!r} already exists in {directory} (use replace)")
+    loaded = load_problems(source, caps)
+    if not loaded.problems:
+        raise DatasetError(f"{source}: no valid problem")
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", dir=directory, suffix=".tmp", delete=False, encoding="utf-8"
+    ) as tmp:
+        for problem in loaded.problems:
+            tmp.write(problem.model_dump_json(exclude_none=True) + "\n")
+    os.replace(tmp.name, target)
+    return dataset_id, loaded
+
+
+class DatasetStore:
+    """Datasets by id, each a dict of problems by id; what `Context.datasets` holds on a worker.
+
+    Built over a directory (see the module docstring) and/or filled with `add`. Lookups of an unknown
+    problem or dataset rescan the directory once for datasets installed since.
+    """
+
+    def __init__(self, directory: str | Path | None = None, caps: Caps = Caps()) -> None:
+        self.directory = Path(directory) if directory is not None else None
+        self.caps = caps
+        self._datasets: dict[str, dict[str, Problem]] = {}
+
+    def add(self, dataset_id: str, problems: list[Problem]) -> None:
+        """Make `problems` available under `dataset_id` (replacing a dataset of that id)."""
+        self._datasets[check_dataset_id(dataset_id)] = {problem.id: problem for problem in problems}
+
+    def ids(self) -> list[str]:
+        """The ids of the datasets loaded so far."""
+        return sorted(self._datasets)
+
+    def refresh(self) -> list[str]:
+        """Load the directory's datasets not loaded yet; return their ids."""
+        if self.directory is None or not self.directory.is_dir():
+            return []
+        new = []
+        for path in sorted(self.directory.glob("*.jsonl")):
+            if path.stem not in self._datasets and DATASET_ID.fullmatch(path.stem):
+                self.add(path.stem, load_problems(path, self.caps).problems)
+                new.append(path.stem)
+        return new
+
+    def lookup(self, problem_id: str, dataset: str | None = None) -> Problem:
+        """The problem `problem_id` (of `dataset` if given); InvalidJob naming the field otherwise."""
+        found = self._find(problem_id, dataset)
+        if found is None and self.refresh():
+            found = self._find(problem_id, dataset)
+        if found is None:
+            raise InvalidJob(self._not_found(problem_id, dataset))
+        return found
+
+    def _find(self, problem_id: str, dataset: str | None) -> Problem | None:
+        """The problem if exactly one loaded dataset (or `dataset`) has it; InvalidJob if several do."""
+        if dataset is not None:
+            return self._datasets.get(dataset, {}).get(problem_id)
+        hits = [
+            (name, problems[problem_id])
+            for name, problems in self._datasets.items()
+            if problem_id in problems
+        ]
+        if len(hits) > 1:
+            names = ", ".join(name for name, _ in hits)
+            raise InvalidJob(f"problem_id: {problem_id!r} is in several datasets ({names}): set `dataset`")
+        return hits[0][1] if hits else None
+
+    def _not_found(self, problem_id: str, dataset: str | None) -> str:
+        """The message of a failed lookup."""
+        if dataset is not None and dataset not in self._datasets:
+            return f"dataset: unknown dataset {dataset!r} (loaded: {', '.join(self.ids()) or 'none'})"
+        where = (
+            f"dataset {dataset!r}" if dataset else f"the loaded datasets ({', '.join(self.ids()) or 'none'})"
+        )
+        return f"problem_id: unknown problem {problem_id!r} in {where}"
+
+
+def as_store(value: Any) -> DatasetStore | None:
+    """`value` if it is a DatasetStore (what a Context may hold), else None."""
+    return value if isinstance(value, DatasetStore) else None
