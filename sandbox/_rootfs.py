@@ -1,0 +1,114 @@
+"""The fork server's private view of the filesystem: a read-only skeleton root with only what a
+Python program needs (system libraries, the interpreter, the allowed packages), built once per slot.
+
+Each run then mounts its own /proc and a size-capped tmpfs on /tmp in a copy of this view, so the
+host's /tmp, /home, /root, the project (tests and their expected outputs) and other runs' files
+are not there at all.
+"""
+
+from __future__ import annotations
+
+import os
+
+from sandbox import _linux
+
+STAGING = "/sys"  # exists on every Linux; only this server's private mount namespace is changed
+HOST_PROC = "/.hostproc"  # user-namespace mode only: see `build`
+
+_SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
+_ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/nsswitch.conf")
+_DEVICES = ("null", "zero", "full", "random", "urandom")
+
+# statvfs flag -> mount flag, for the flags a remount must keep (the kernel refuses to clear
+# flags locked by a more privileged namespace).
+_KEEP_FLAGS = {
+    os.ST_NOEXEC: _linux.MS_NOEXEC,
+    os.ST_NOATIME: 1024,
+    os.ST_NODIRATIME: 2048,
+    os.ST_RELATIME: 1 << 21,
+}
+
+
+def build(python_dirs: list[str], keep_host_proc: bool) -> None:
+    """Pivot this process's (already private) mount namespace into a fresh skeleton root.
+
+    `keep_host_proc`: in a user namespace the kernel lets a run mount a new /proc only while a
+    fully visible proc is mounted in its namespace, so the host's is kept at HOST_PROC and each run
+    detaches it right after mounting its own.
+    """
+    _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE)
+    _linux.mount("tmpfs", STAGING, "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV, "mode=0755,size=1m")
+    root = STAGING
+    for path in _SYSTEM_DIRS:
+        _bind_or_link(root, path)
+    for path in _ETC_FILES:
+        if os.path.exists(path):
+            _bind(root, os.path.realpath(path), target=path)
+    for path in _outermost(python_dirs):
+        _bind(root, path)
+    _make_dev(root)
+    for directory in ("proc", "tmp"):
+        os.makedirs(f"{root}/{directory}", mode=0o755, exist_ok=True)
+    if keep_host_proc:
+        os.makedirs(root + HOST_PROC)
+        _linux.mount("/proc", root + HOST_PROC, None, _linux.MS_BIND | _linux.MS_REC)
+    os.chdir(root)
+    _linux.pivot_root(".", ".")
+    _linux.umount2(".", _linux.MNT_DETACH)
+    os.chdir("/")
+    _linux.mount("none", "/", None, _linux.MS_REMOUNT | _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV)
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """`paths` that exist, minus those inside another one or inside a system dir."""
+    real = sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
+    covered = [d for d in _SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    result: list[str] = []
+    for path in real:
+        if not any(path == c or path.startswith(c + "/") for c in covered + result):
+            result.append(path)
+    return result
+
+
+def _bind_or_link(root: str, path: str) -> None:
+    if os.path.islink(path):
+        os.symlink(os.readlink(path), root + path)
+    elif os.path.isdir(path):
+        _bind(root, path)
+
+
+def _bind(root: str, source: str, target: str | None = None) -> None:
+    """Bind `source` read-only at `target` (default: the same path) under `root`."""
+    destination = root + (target or source)
+    if os.path.isdir(source):
+        os.makedirs(destination, mode=0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(destination), mode=0o755, exist_ok=True)
+        open(destination, "w").close()
+    _linux.mount(source, destination, None, _linux.MS_BIND | _linux.MS_REC)
+    kept = os.statvfs(destination).f_flag
+    flags = _linux.MS_REMOUNT | _linux.MS_BIND | _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV
+    for statvfs_flag, mount_flag in _KEEP_FLAGS.items():
+        if kept & statvfs_flag:
+            flags |= mount_flag
+    _linux.mount("none", destination, None, flags)
+
+
+def _make_dev(root: str) -> None:
+    dev = f"{root}/dev"
+    os.makedirs(dev, mode=0o755)
+    _linux.mount("tmpfs", dev, "tmpfs", _linux.MS_NOSUID | _linux.MS_NOEXEC, "mode=0755,size=64k")
+    for name in _DEVICES:
+        open(f"{dev}/{name}", "w").close()
+        _linux.mount(f"/dev/{name}", f"{dev}/{name}", None, _linux.MS_BIND)
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("shm", "/tmp"),
+    ):
+        os.symlink(target, f"{dev}/{name}")
+    _linux.mount(
+        "none", dev, None, _linux.MS_REMOUNT | _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NOEXEC
+    )

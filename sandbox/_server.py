@@ -1,0 +1,324 @@
+"""The fork server of one sandbox slot.
+
+Started once per slot as a clean, single-threaded `python -I -S` with the allowed imports
+preloaded, it walls itself into private mount, network and UTS namespaces (and a user namespace
+when not root), then serves runs: for each request it forks one child in a fresh PID namespace,
+feeds its stdin, drains its output into bounded buffers, enforces the wall clock and classifies the
+outcome. A run pays neither Python's start-up nor numpy's import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from sandbox import _landlock, _linux, _protocol, _rootfs, _runner, _seccomp
+from sandbox.status import Status
+
+log = logging.getLogger("evalfarm.sandbox.server")
+
+CONTROL_FD = 200  # the client's socket is moved here, clear of the run's 0-3
+_READ_CHUNK = 1 << 16
+
+
+class Server:
+    """One slot's fork server: isolation set up once, then one run per request."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.uid: int | None = config["uid"]
+        self.user_namespace = self.uid is None
+        self.layers: dict[str, str] = {}
+        self.seccomp_filter: bytes | None = None
+        self.landlock_abi = 0
+        self.baseline_address_space = 0
+        self.pid_ns_fd = -1
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Enter the slot's namespaces and build its filesystem view; record each layer's state."""
+        _linux.set_pdeathsig(signal.SIGKILL)
+        if os.getppid() != self.config["parent_pid"]:
+            sys.exit(1)
+        for name in self.config["preload"]:
+            try:
+                importlib.import_module(name)
+            except ImportError as error:
+                self.layers[f"preload {name}"] = f"off ({error})"
+        self.baseline_address_space = _address_space()
+        self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        self._enter_namespaces()
+        _rootfs.build(self.config["python_dirs"], keep_host_proc=self.user_namespace)
+        self.layers["filesystem"] = "on (read-only skeleton root, private /proc and /tmp per run)"
+        self._setup_seccomp()
+        self._setup_landlock()
+        self.layers["rlimits"] = "on (as, cpu, fsize, nofile, nproc, core=0, stack)"
+
+    def _enter_namespaces(self) -> None:
+        flags = _linux.CLONE_NEWNS | _linux.CLONE_NEWNET | _linux.CLONE_NEWUTS
+        if self.user_namespace:
+            outer_uid, outer_gid = os.getuid(), os.getgid()
+            _linux.unshare(flags | _linux.CLONE_NEWUSER)
+            _write("/proc/self/setgroups", "deny")
+            _write("/proc/self/uid_map", f"0 {outer_uid} 1")
+            _write("/proc/self/gid_map", f"0 {outer_gid} 1")
+            self.layers["user"] = f"on (user namespace, outer uid {outer_uid}, capabilities dropped per run)"
+        else:
+            _linux.unshare(flags)
+            self.layers["user"] = f"on (uid {self.uid} for this slot)"
+        socket.sethostname("sandbox")
+        self.layers["namespaces"] = "on (pid and ipc per run; mount, net, uts per slot; no network)"
+
+    def _setup_seccomp(self) -> None:
+        if _seccomp.supported():
+            self.seccomp_filter = _seccomp.assemble(_linux.MACHINE)
+            self.layers["seccomp"] = f"on ({len(_seccomp.DENIED)} calls denied, namespace clones, AF_VSOCK)"
+        else:
+            self.layers["seccomp"] = f"off (no filter for {_linux.MACHINE})"
+
+    def _setup_landlock(self) -> None:
+        self.landlock_abi = _landlock.abi_version()
+        if self.landlock_abi:
+            self.layers["landlock"] = f"on (ABI {self.landlock_abi}: writes only in /tmp, no TCP, scoped)"
+        else:
+            self.layers["landlock"] = "off (not supported by this kernel)"
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def serve(self, channel: socket.socket) -> None:
+        """Answer run requests until the client closes the channel."""
+        _protocol.send(channel, {"ready": True, "layers": self.layers, "pid": os.getpid()})
+        while True:
+            try:
+                request, blobs = _protocol.recv(channel)
+            except _protocol.ProtocolError:
+                return
+            header, outputs = self.run(request, *blobs)
+            _protocol.send(channel, header, *outputs)
+
+    def run(
+        self, request: dict[str, Any], code: bytes, stdin: bytes, args: bytes
+    ) -> tuple[dict, list[bytes]]:
+        """Run one program; return the result header and [stdout, stderr]."""
+        limits = request["limits"]
+        plan = {
+            "server_pid": os.getpid(),
+            "uid": self.uid,
+            "user_namespace": self.user_namespace,
+            "limits": limits,
+            "landlock_abi": self.landlock_abi,
+            "seccomp_filter": self.seccomp_filter,
+            "address_space_bytes": self.baseline_address_space + (limits["memory_mb"] << 20),
+            "call": request.get("call"),
+            "max_fd": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        }
+        pipes = [os.pipe() for _ in range(4)]  # stdin, stdout, stderr, result
+        child_ends = (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1])
+        _linux.unshare(_linux.CLONE_NEWPID)
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            _runner.child_main(plan, child_ends, code, args)
+        _linux.setns(self.pid_ns_fd, _linux.CLONE_NEWPID)  # so the next unshare may create another
+        for fd in child_ends:
+            os.close(fd)
+        supervisor = _Supervision(pid, limits, started, is_call=bool(plan["call"]))
+        supervisor.pump(stdin, pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0])
+        return supervisor.result(), [bytes(supervisor.stdout), bytes(supervisor.stderr)]
+
+
+class _Supervision:
+    """The parent's side of one run: I/O, the wall clock, the output cap, then the verdict."""
+
+    def __init__(self, pid: int, limits: dict[str, Any], started: float, is_call: bool) -> None:
+        self.pid = pid
+        self.is_call = is_call
+        self.limits = limits
+        self.started = started
+        self.deadline = started + limits["wall_s"]
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self.outcome_text = bytearray()
+        self.truncated = {"stdout": False, "stderr": False}
+        self.killed_for: str | None = None
+        self.wait_status = 0
+        self.rusage: Any = None
+        self.wall_s = 0.0
+
+    def pump(self, stdin: bytes, stdin_fd: int, stdout_fd: int, stderr_fd: int, result_fd: int) -> None:
+        """Move bytes until every output closes, killing the run on the wall clock or the cap."""
+        pidfd = os.pidfd_open(self.pid)
+        os.set_blocking(stdin_fd, False)
+        poller = select.poll()
+        buffers = {stdout_fd: ("stdout", self.stdout), stderr_fd: ("stderr", self.stderr)}
+        open_reads = {stdout_fd, stderr_fd, result_fd}
+        for fd in open_reads:
+            poller.register(fd, select.POLLIN)
+        poller.register(pidfd, select.POLLIN)
+        view = memoryview(stdin)
+        if view:
+            poller.register(stdin_fd, select.POLLOUT)
+        else:
+            os.close(stdin_fd)
+        exited = False
+        while open_reads or not exited:
+            timeout_ms = max(0, int((self.deadline - time.monotonic()) * 1000) + 1)
+            events = poller.poll(timeout_ms if self.killed_for is None else 1000)
+            if not events and self.killed_for is None and time.monotonic() >= self.deadline:
+                self._kill("wall")
+            for fd, _event in events:
+                if fd == pidfd:
+                    poller.unregister(pidfd)
+                    exited = True
+                elif fd == stdin_fd:
+                    view = self._feed(stdin_fd, view, poller)
+                elif fd == result_fd:
+                    if not self._read_into(fd, self.outcome_text, 1 << 24):
+                        open_reads.discard(fd)
+                        poller.unregister(fd)
+                        os.close(fd)
+                elif fd in buffers and not self._drain(fd, *buffers[fd]):
+                    open_reads.discard(fd)
+                    poller.unregister(fd)
+                    os.close(fd)
+        if view:
+            os.close(stdin_fd)
+        os.close(pidfd)
+        _, self.wait_status, self.rusage = os.wait4(self.pid, 0)
+        self.wall_s = time.monotonic() - self.started
+
+    def _feed(self, fd: int, view: memoryview, poller: select.poll) -> memoryview:
+        try:
+            view = view[os.write(fd, view[:_READ_CHUNK]) :]
+        except BlockingIOError:
+            pass
+        except BrokenPipeError:  # the program stopped reading: the rest of stdin is dropped
+            view = view[len(view) :]
+        if not view:
+            poller.unregister(fd)
+            os.close(fd)
+        return view
+
+    def _drain(self, fd: int, name: str, buffer: bytearray) -> bool:
+        """Read what is there; False at end of file. Past the cap, the run is killed."""
+        chunk = os.read(fd, _READ_CHUNK)
+        if not chunk:
+            return False
+        room = self.limits["output_bytes"] - len(buffer)
+        buffer += chunk[: max(room, 0)]
+        if len(chunk) > room:
+            self.truncated[name] = True
+            self._kill("output")
+        return True
+
+    @staticmethod
+    def _read_into(fd: int, buffer: bytearray, cap: int) -> bool:
+        chunk = os.read(fd, _READ_CHUNK)
+        if chunk and len(buffer) < cap:
+            buffer += chunk
+        return bool(chunk)
+
+    def _kill(self, reason: str) -> None:
+        if self.killed_for is None:
+            self.killed_for = reason
+            try:
+                os.kill(self.pid, signal.SIGKILL)  # PID 1 of the run: its namespace dies with it
+            except ProcessLookupError:
+                pass
+
+    def result(self) -> dict[str, Any]:
+        """The result header: status, exit, costs and the runner's own report."""
+        outcome = _parse_outcome(bytes(self.outcome_text))
+        exit_code = os.WEXITSTATUS(self.wait_status) if os.WIFEXITED(self.wait_status) else None
+        signum = os.WTERMSIG(self.wait_status) if os.WIFSIGNALED(self.wait_status) else None
+        cpu_s = self.rusage.ru_utime + self.rusage.ru_stime
+        status, error = _classify(self, outcome, exit_code, signum, cpu_s)
+        return {
+            "status": status.value,
+            "error": error,
+            "exit_code": exit_code,
+            "signal": signum,
+            "stdout_truncated": self.truncated["stdout"],
+            "stderr_truncated": self.truncated["stderr"],
+            "wall_s": self.wall_s,
+            "cpu_s": cpu_s,
+            "max_rss_mb": self.rusage.ru_maxrss / 1024,
+            "completed": bool(outcome.get("completed")) and status is Status.OK,
+            "value": outcome.get("value"),
+        }
+
+
+def _parse_outcome(text: bytes) -> dict[str, Any]:
+    try:
+        outcome = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return outcome if isinstance(outcome, dict) else {}
+
+
+def _classify(
+    run: _Supervision, outcome: dict[str, Any], exit_code: int | None, signum: int | None, cpu_s: float
+) -> tuple[Status, str | None]:
+    """The run's status and a one-line reason, in a fixed order of evidence."""
+    limits = run.limits
+    if "setup_error" in outcome or (exit_code == _runner.SETUP_FAILED_EXIT and not outcome):
+        return Status.INFRA_ERROR, f"sandbox setup failed: {outcome.get('setup_error', 'no report')}"
+    if run.killed_for == "output":
+        return Status.OUTPUT_LIMIT, f"output exceeded {limits['output_bytes']} bytes"
+    if run.killed_for == "wall":
+        return Status.TIMEOUT, f"wall-clock limit of {limits['wall_s']} s exceeded"
+    if "syntax_error" in outcome:
+        return Status.SYNTAX_ERROR, outcome["syntax_error"]
+    if signum == signal.SIGXCPU or (signum == signal.SIGKILL and cpu_s >= limits["cpu_s"]):
+        return Status.TIMEOUT, f"CPU limit of {limits['cpu_s']} s exceeded"
+    if outcome.get("exception") == "MemoryError":
+        return Status.MEMORY_LIMIT, f"memory limit of {limits['memory_mb']} MB exceeded (MemoryError)"
+    if "value_too_large" in outcome:
+        return Status.OUTPUT_LIMIT, f"returned value of {outcome['value_too_large']} bytes is over the cap"
+    if signum is not None:
+        return Status.RUNTIME_ERROR, f"killed by signal {signal.Signals(signum).name}"
+    if exit_code:
+        reason = outcome.get("exception")
+        return Status.RUNTIME_ERROR, f"exit code {exit_code}" + (f" ({reason})" if reason else "")
+    if "value_error" in outcome:
+        return Status.RUNTIME_ERROR, outcome["value_error"]
+    if run.is_call and "value" not in outcome:
+        return Status.RUNTIME_ERROR, "the program exited before returning a value"
+    return Status.OK, None
+
+
+def _address_space() -> int:
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[0])
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def main() -> None:
+    """Entry point: `python -I -S -c ...` with the config as JSON in argv[1]."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s sandbox[%(process)d] %(message)s")
+    config = json.loads(sys.argv[1])
+    os.dup2(config["control_fd"], CONTROL_FD)
+    os.close(config["control_fd"])
+    channel = socket.socket(fileno=CONTROL_FD)
+    server = Server(config)
+    try:
+        server.setup()
+    except Exception as error:
+        _protocol.send(channel, {"ready": False, "error": f"{type(error).__name__}: {error}"})
+        sys.exit(1)
+    server.serve(channel)
