@@ -120,7 +120,7 @@ def _execute(plan: dict[str, Any], code: bytes, args: bytes) -> None:
     try:
         compiled = compile(code, "main.py", "exec")
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as error:
-        _print_exception(error, skip_frames=0)
+        _print_exception(error, skip_frames=1)
         _report({"syntax_error": f"{type(error).__name__}: {error}"})
         _exit(1)
     main = types.ModuleType("__main__")

@@ -1,0 +1,61 @@
+"""`evalfarm run PROGRAM.py`: run one program in the sandbox, no queue, and print its result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+LIMIT_FLAGS = {
+    "wall_s": float,
+    "cpu_s": float,
+    "memory_mb": int,
+    "output_bytes": int,
+    "file_size_mb": int,
+    "workdir_mb": int,
+    "open_files": int,
+    "processes": int,
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `run` subcommand."""
+    parser = subparsers.add_parser("run", help="run one program in the sandbox and print its result as JSON")
+    parser.add_argument("program", type=Path, help="the Python program to run")
+    parser.add_argument("--stdin", type=Path, help="a file to feed on standard input")
+    add_limit_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def add_limit_flags(parser: argparse.ArgumentParser) -> None:
+    """--wall-s, --cpu-s, ... overriding the env's default limits."""
+    group = parser.add_argument_group("limits (override the defaults)")
+    for name, kind in LIMIT_FLAGS.items():
+        group.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=kind.__name__.upper())
+
+
+def limit_overrides(args: argparse.Namespace) -> dict[str, float]:
+    """The limit flags that were given."""
+    return {name: getattr(args, name) for name in LIMIT_FLAGS if getattr(args, name) is not None}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the program and print the `program` result; exit 0 iff the status is ok."""
+    from envs import Context, score_job
+
+    job = {
+        "id": args.program.name,
+        "env": "program",
+        "code": args.program.read_text(),
+        "stdin": args.stdin.read_text() if args.stdin else "",
+        "limits": limit_overrides(args),
+    }
+    ctx = Context()
+    try:
+        result = score_job(job, ctx)
+    finally:
+        ctx.close()
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0 if result["status"] == "ok" else 1

@@ -1,0 +1,69 @@
+"""`evalfarm score JOBS.jsonl`: score a file of jobs and write the results in the same order."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `score` subcommand."""
+    parser = subparsers.add_parser("score", help="score a JSONL file of jobs; results in the same order")
+    parser.add_argument("jobs", help="JSONL file of jobs ('-' for standard input)")
+    parser.add_argument("-o", "--output", help="where to write the results (default: standard output)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--inline", action="store_true", help="no queue: a local pool of sandboxes")
+    parser.add_argument("--workers", type=int, default=2, help="processes for --inline and --local")
+    parser.add_argument("--cpus", help="comma-separated cores to pin --inline workers to")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(func=score)
+
+
+def read_lines(path: str) -> list[str]:
+    """Every non-blank line of the jobs file (standard input for '-')."""
+    handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    with handle:
+        return [line for line in handle if line.strip()]
+
+
+def write_results(
+    results: Iterator[dict[str, Any]], total: int, output: IO[str], progress: bool
+) -> dict[str, int]:
+    """Write results as JSONL while advancing a progress bar; return the count by status."""
+    from tqdm import tqdm
+
+    counts: dict[str, int] = {}
+    with tqdm(total=total, unit="job", disable=not progress, file=sys.stderr) as bar:
+        for result in results:
+            output.write(json.dumps(result) + "\n")
+            counts[result["status"]] = counts.get(result["status"], 0) + 1
+            bar.update()
+    return counts
+
+
+def score(args: argparse.Namespace) -> int:
+    """Score the file where the flags say; exit 0 when every line produced a result."""
+    lines = read_lines(args.jobs)
+    with contextlib.ExitStack() as stack:
+        output = stack.enter_context(open(args.output, "w")) if args.output else sys.stdout
+        results = stack.enter_context(_results(args, lines))
+        counts = write_results(results, len(lines), output, progress=not args.no_progress)
+    summary = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
+    print(f"scored {sum(counts.values())} jobs: {summary}", file=sys.stderr)
+    return 0
+
+
+@contextlib.contextmanager
+def _results(args: argparse.Namespace, lines: list[str]) -> Iterator[Iterator[dict[str, Any]]]:
+    if args.inline:
+        from workers.inline import InlinePool, chunksize_for
+
+        cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
+        with InlinePool(args.workers, cpus) as pool:
+            yield pool.score_lines(lines, chunksize_for(len(lines), args.workers))
+        return
+    raise SystemExit("evalfarm score: only --inline is available in this build")
