@@ -23,7 +23,6 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -37,6 +36,8 @@ MAX_TESTS = 1000  # per list (public, hidden)
 MAX_TEST_CHARS = 8 << 20  # per input and per expected output
 MAX_PROBLEM_CHARS = 64 << 20  # all inputs and outputs of a problem together
 MAX_WARNINGS = 10  # malformed lines reported one by one per file; the rest only counted
+# Where datasets live when the caller's setting (EVALFARM_DATASETS_DIR) is unset.
+DEFAULT_DATASETS_DIR = Path("~/.local/share/evalfarm/datasets")
 DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -162,7 +163,7 @@ def install_dataset(
 
     The id defaults to the file's stem. Workers reading the directory never see a half-written file.
     """
-    dataset_id = check_dataset_id(dataset_id or Path(source).stem)
+    dataset_id = check_dataset_id(Path(source).stem if dataset_id is None else dataset_id)
     directory = Path(directory)
     target = directory / f"{dataset_id}.jsonl"
     if target.exists() and not replace:
@@ -178,6 +179,11 @@ def install_dataset(
             tmp.write(problem.model_dump_json(exclude_none=True) + "\n")
     os.replace(tmp.name, target)
     return dataset_id, loaded
+
+
+def resolve_datasets_dir(setting: str | Path | None) -> Path:
+    """The datasets directory: the caller's setting, else DEFAULT_DATASETS_DIR (user expanded)."""
+    return Path(setting or DEFAULT_DATASETS_DIR).expanduser()
 
 
 class DatasetStore:
@@ -199,6 +205,10 @@ class DatasetStore:
     def ids(self) -> list[str]:
         """The ids of the datasets loaded so far."""
         return sorted(self._datasets)
+
+    def size(self, dataset_id: str) -> int:
+        """The number of problems of a loaded dataset."""
+        return len(self._datasets[dataset_id])
 
     def refresh(self) -> list[str]:
         """Load the directory's datasets not loaded yet; return their ids."""
@@ -242,8 +252,3 @@ class DatasetStore:
             f"dataset {dataset!r}" if dataset else f"the loaded datasets ({', '.join(self.ids()) or 'none'})"
         )
         return f"problem_id: unknown problem {problem_id!r} in {where}"
-
-
-def as_store(value: Any) -> DatasetStore | None:
-    """`value` if it is a DatasetStore (what a Context may hold), else None."""
-    return value if isinstance(value, DatasetStore) else None
