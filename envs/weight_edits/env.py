@@ -1,0 +1,114 @@
+"""The `weight_edits` env: a weight-edit answer graded in MinAtar, identical to the reference grader.
+
+Job fields: `game`, `answer`, `episodes` (default 1000), `source` (default `original`), and
+optionally `episode_range` ([start, stop), set by `split_job`). Grading runs in the worker process,
+not the sandbox: the edits are parsed as data and never executed, and a cooperative deadline built
+from the job's `wall_s` and `cpu_s` stops a grade that runs too long with status `timeout`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from envs.base import Context, Env, InvalidJob
+from envs.weight_edits import games, grading, reference
+from envs.weight_edits.deadline import Deadline, GradeTimeout
+from sandbox import Limits, Status
+
+MAX_EPISODES = 10_000
+# A full W1 written out as literals is ~200 kB; five times that is still a reasonable answer.
+MAX_ANSWER_CHARS = 1_000_000
+DEFAULT_EPISODES = 1000
+SOURCES = ("original", "synth")
+
+
+def _episodes(job: Mapping[str, Any]) -> int:
+    episodes = job.get("episodes", DEFAULT_EPISODES)
+    if isinstance(episodes, bool) or not isinstance(episodes, int):
+        raise InvalidJob("episodes: must be an integer")
+    if not 1 <= episodes <= MAX_EPISODES:
+        raise InvalidJob(f"episodes: must be between 1 and {MAX_EPISODES}")
+    return episodes
+
+
+def _episode_range(job: Mapping[str, Any], episodes: int) -> range | None:
+    bounds = job.get("episode_range")
+    if bounds is None:
+        return None
+    if (
+        not isinstance(bounds, list | tuple)
+        or len(bounds) != 2
+        or any(isinstance(b, bool) or not isinstance(b, int) for b in bounds)
+        or not 0 <= bounds[0] < bounds[1] <= episodes
+    ):
+        raise InvalidJob(f"episode_range: must be [start, stop] with 0 <= start < stop <= {episodes}")
+    return range(bounds[0], bounds[1])
+
+
+def _game_and_source(job: Mapping[str, Any]) -> tuple[str, str]:
+    game = job.get("game")
+    if game not in games.GAMES:
+        raise InvalidJob(f"game: unknown game {game!r} (known: {', '.join(games.GAMES)})")
+    source = job.get("source", "original")
+    if source not in SOURCES:
+        raise InvalidJob(f"source: must be one of {', '.join(SOURCES)}")
+    if source == "synth" and not reference.synth_available():
+        raise InvalidJob("source: 'synth' needs the minatar_synth package, which is not installed here")
+    return game, source
+
+
+def _answer(job: Mapping[str, Any]) -> str:
+    answer = job.get("answer")
+    if not isinstance(answer, str):
+        raise InvalidJob("answer: required, a string")
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise InvalidJob(f"answer: longer than {MAX_ANSWER_CHARS} characters")
+    return answer
+
+
+class WeightEditsEnv(Env):
+    """Grades weight-edit answers in MinAtar as seed 004's `grade_answer` does."""
+
+    id: ClassVar[str] = "weight_edits"
+    version: ClassVar[str] = "1.0.0"
+    # 1000 freeway episodes (the slowest game) take seconds on the fast path; dense W1 edits that
+    # defeat the policy cache take up to about a minute.
+    default_limits: ClassVar[Limits] = Limits(wall_s=180.0, cpu_s=120.0)
+
+    def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
+        """Grade the job's answer; `reward` is the reference's normalized score."""
+        deadline = Deadline(limits.wall_s, limits.cpu_s)
+        game, source = _game_and_source(job)
+        answer = _answer(job)
+        episodes = _episodes(job)
+        selected = _episode_range(job, episodes)
+        parsed = grading.parse(answer)
+        metadata = grading.base_metadata(game, source, episodes)
+        if isinstance(parsed, str):
+            return _result(Status.PARSE_ERROR, 0.0, {**metadata, "error": parsed}, parsed)
+        try:
+            played = grading.play(game, source, parsed.weights, selected or range(episodes), deadline)
+            scores = [score for score, _ in played]
+            lengths = [length for _, length in played]
+            reward, metadata = grading.summarize(game, source, episodes, parsed, scores, lengths)
+        except GradeTimeout as error:
+            return _result(
+                Status.TIMEOUT, 0.0, {**metadata, "parse_success": 1.0, "error": str(error)}, str(error)
+            )
+        except grading.PARSE_ERRORS as error:  # the game failed: the reference grades it 0 with this text
+            return _result(Status.RUNTIME_ERROR, 0.0, {**metadata, "error": str(error)}, str(error))
+        result = _result(Status.OK, reward, metadata, None)
+        if selected is not None:
+            result.update(
+                {
+                    "episode_range": [selected.start, selected.stop],
+                    "episode_scores": scores,
+                    "episode_lengths": lengths,
+                }
+            )
+        return result
+
+
+def _result(status: Status, reward: float, metadata: dict[str, Any], error: str | None) -> dict[str, Any]:
+    return {"status": status.value, "reward": reward, "metadata": metadata, "error": error}
