@@ -84,11 +84,16 @@ def test_each_test_is_a_fresh_process(ctx: Context) -> None:
 
 HUNTER = r"""
 import os
+import stat
 MARKER = b"EXPECTED-" + b"7f3a9c"
 found = []
 
 def look(path):
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode) and not path.startswith("/proc/"):
+            return
+        if "/fd/" in path and not stat.S_ISREG(os.stat(path).st_mode):
+            return  # a pipe: reading our own stdout's pipe would block forever
         with open(path, "rb") as file:
             if MARKER in file.read(1 << 20):
                 found.append(path)
@@ -109,10 +114,11 @@ for pid in os.listdir("/proc"):
 seen = 0
 for root in ("/tmp", "/dev/shm", "/var", "/home", "/root", "/run", "/work", os.getcwd()):
     for directory, _, files in os.walk(root):
-        for name in files:
+        for name in files[:200]:
             seen += 1
-            if seen < 20000:
-                look(os.path.join(directory, name))
+            look(os.path.join(directory, name))
+        if seen > 5000:  # a bounded search: the point is where the worker could have put the outputs
+            break
 print(found[0] if found else "nothing found")
 """
 
