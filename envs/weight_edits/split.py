@@ -13,7 +13,7 @@ from typing import Any
 
 from envs.base import InvalidJob, make_result
 from envs.weight_edits import grading
-from envs.weight_edits.env import _episode_range, _episodes
+from envs.weight_edits.env import _answer, _episode_range, _episodes, _game_and_source
 from sandbox import Status
 from sandbox.status import worst
 
@@ -30,6 +30,8 @@ def split_job(job: Mapping[str, Any], parts: int) -> list[dict[str, Any]]:
     the problem and `merge_results` passes that result through.
     """
     try:
+        _game_and_source(job)
+        _answer(job)
         whole = _job_range(job)
     except InvalidJob:
         return [dict(job)]
