@@ -60,14 +60,12 @@ class CodeContestsEnv(Env):
             return _parse_error(problem)
         if len(code) > MAX_CODE_CHARS:
             raise InvalidJob(f"completion: the program is longer than {MAX_CODE_CHARS} characters")
-        judge = _Judge(ctx.sandbox, code, limits, problem.float_tolerance)
-        public = judge.run_all(problem.public_tests, stop_at_failure=False)
+        judge = _Judge(ctx.sandbox, code, limits, problem, request.reward_shape)
+        public = judge.run_all(problem.public_tests, public=True)
         outcomes = [_outcome(test, run) for test, run in zip(problem.public_tests, public, strict=False)]
         feedback = format_feedback(outcomes, total=len(problem.public_tests))
         stopped = next((run for run in public if run.status in _STOPPERS), None)
-        hidden = (
-            [] if stopped else judge.run_all(problem.hidden_tests, request.reward_shape == "all_or_nothing")
-        )
+        hidden = [] if stopped else judge.run_all(problem.hidden_tests, public=False)
         return _result(problem, request.reward_shape, stopped, hidden, feedback)
 
     @staticmethod
@@ -83,26 +81,33 @@ class CodeContestsEnv(Env):
 class _Judge:
     """Runs one program on tests, in one sandbox slot."""
 
-    def __init__(self, sandbox: Any, code: str, limits: Limits, float_tolerance: float | None) -> None:
-        self.sandbox, self.code, self.limits, self.float_tolerance = sandbox, code, limits, float_tolerance
+    def __init__(self, sandbox: Any, code: str, limits: Limits, problem: Problem, shape: str) -> None:
+        self.sandbox, self.code, self.limits = sandbox, code, limits
+        self.float_tolerance = problem.float_tolerance
+        self.stop_at_failure = shape == "all_or_nothing"  # the reward is 0 already: save the CPU
 
-    def run(self, test: IOPair) -> Verdict:
-        """Run the program on `test.input`; wrong_answer when it exits cleanly with the wrong output."""
+    def run(self, test: IOPair, keep_output: bool) -> Verdict:
+        """Run the program on `test.input`; wrong_answer when it exits cleanly with the wrong output.
+
+        The output is kept only when asked (public tests): hidden runs must not hold megabytes each.
+        """
         r = self.sandbox.run(self.code, stdin=test.input.encode("utf-8"), limits=self.limits)
         status = r.status
         if status is Status.OK and not outputs_match(r.stdout, test.output, self.float_tolerance):
             status = Status.WRONG_ANSWER
-        stdout = r.stdout.decode("utf-8", "replace")
-        stderr = r.stderr.decode("utf-8", "replace")
+        stdout = r.stdout.decode("utf-8", "replace") if keep_output else ""
+        stderr = r.stderr.decode("utf-8", "replace") if keep_output else ""
         return Verdict(status, r.wall_s, r.cpu_s, stdout, stderr, r.error)
 
-    def run_all(self, tests: list[IOPair], stop_at_failure: bool) -> list[Verdict]:
-        """`tests` in order, stopping after a stopper, or after any failure if `stop_at_failure`."""
+    def run_all(self, tests: list[IOPair], public: bool) -> list[Verdict]:
+        """`tests` in order, stopping after a stopper (and, hidden under all_or_nothing, a failure)."""
         runs = []
         for test in tests:
-            run = self.run(test)
+            run = self.run(test, keep_output=public)
             runs.append(run)
-            if run.status in _STOPPERS or (stop_at_failure and run.status is not Status.OK):
+            if run.status in _STOPPERS or (
+                self.stop_at_failure and not public and run.status is not Status.OK
+            ):
                 break
         return runs
 
