@@ -200,6 +200,14 @@ def test_problem_id_from_the_store() -> None:
             "problem.hidden_tests: Input should be",
         ),
         ({"code": ADD, "problem": {"hidden_tests": [{"input": "", "output": ""}]}}, "problem.id: required"),
+        (
+            {"code": ADD, "problem": {"id": "p", "hidden_tests": [{"input": "1" * (9 << 20), "output": ""}]}},
+            "problem.hidden_tests.0.input: String should have at most 8388608 characters",
+        ),
+        (
+            {"code": ADD, "problem": PROBLEM | {"float_tolerance": 2}},
+            "problem.float_tolerance: Input should be less",
+        ),
     ],
 )
 def test_bad_jobs_are_invalid_naming_the_field(fields: dict[str, Any], message: str) -> None:
