@@ -55,6 +55,8 @@ def _enter(plan: dict[str, Any], fds: tuple[int, int, int, int]) -> None:
     for fd in plan.get("cgroup_fds", []):
         os.write(fd, b"0")
     for target, fd in enumerate(fds):
+        if plan["uid"] is not None:
+            os.fchown(fd, plan["uid"], plan["uid"])  # so the program may reopen /dev/stdin
         os.dup2(fd, target)
     os.closerange(RESULT_FD + 1, plan["max_fd"])
     os.environ.clear()

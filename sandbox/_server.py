@@ -27,6 +27,7 @@ from sandbox.status import Status
 log = logging.getLogger("evalfarm.sandbox.server")
 
 CONTROL_FD = 200  # the client's socket is moved here, clear of the run's 0-3
+RUN_UID = 1000  # a run's uid inside the user namespace, when the worker is not root
 _READ_CHUNK = 1 << 16
 
 
@@ -56,8 +57,8 @@ class Server:
             except ImportError as error:
                 self.layers[f"preload {name}"] = f"off ({error})"
         self.baseline_address_space = _address_space()
-        self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         self._enter_namespaces()
+        self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         _rootfs.build(self.config["python_dirs"], keep_host_proc=self.user_namespace)
         self.layers["filesystem"] = "on (read-only skeleton root, private /proc and /tmp per run)"
         self._setup_seccomp()
@@ -68,10 +69,12 @@ class Server:
         flags = _linux.CLONE_NEWNS | _linux.CLONE_NEWNET | _linux.CLONE_NEWUTS
         if self.user_namespace:
             outer_uid, outer_gid = os.getuid(), os.getgid()
-            _linux.unshare(flags | _linux.CLONE_NEWUSER)
+            _linux.unshare(flags | _linux.CLONE_NEWUSER | _linux.CLONE_NEWPID)
             _write("/proc/self/setgroups", "deny")
-            _write("/proc/self/uid_map", f"0 {outer_uid} 1")
-            _write("/proc/self/gid_map", f"0 {outer_gid} 1")
+            # Runs see a non-root uid: the server keeps its capabilities as the namespace's creator.
+            _write("/proc/self/uid_map", f"{RUN_UID} {outer_uid} 1")
+            _write("/proc/self/gid_map", f"{RUN_UID} {outer_gid} 1")
+            _become_pid_namespace_init()
             self.layers["user"] = f"on (user namespace, outer uid {outer_uid}, capabilities dropped per run)"
         else:
             _linux.unshare(flags)
@@ -295,6 +298,21 @@ def _classify(
     if run.is_call and "value" not in outcome:
         return Status.RUNTIME_ERROR, "the program exited before returning a value"
     return Status.OK, None
+
+
+def _become_pid_namespace_init() -> None:
+    """Continue as PID 1 of the PID namespace just unshared; the original process only waits.
+
+    Each run's PID namespace is unshared from, and the server returns with setns to, its own
+    active one: that needs privilege over it, which a user namespace has only over namespaces it
+    owns, not over the host's.
+    """
+    pid = os.fork()
+    if pid:
+        os.close(CONTROL_FD)
+        _, status = os.waitpid(pid, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    _linux.set_pdeathsig(signal.SIGKILL)
 
 
 def _address_space() -> int:

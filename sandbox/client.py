@@ -89,6 +89,11 @@ class Sandbox:
         self.close()
 
     @property
+    def server_pid(self) -> int | None:
+        """The pid of this slot's fork server process, while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def status_line(self) -> str:
         """One line saying which isolation layers are active."""
         return f"sandbox slot {self.slot}: " + "; ".join(f"{k} {v}" for k, v in self.layers.items())
@@ -179,8 +184,12 @@ class Sandbox:
             self._channel.close()
             self._channel = None
         if self._process is not None:
-            self._process.kill()
-            self._process.wait()
+            # A closed channel ends the server's loop; it exits and reaps its own children.
+            try:
+                self._process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
             self._process = None
 
 

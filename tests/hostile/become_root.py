@@ -1,0 +1,4 @@
+# expect: runtime_error
+import os
+os.setuid(0)
+print("ROOT")

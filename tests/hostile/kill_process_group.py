@@ -1,0 +1,3 @@
+# expect: ok runtime_error
+import os, signal
+os.killpg(0, signal.SIGKILL)

@@ -1,0 +1,4 @@
+# expect: runtime_error
+def f():
+    return f()
+f()

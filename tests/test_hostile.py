@@ -1,0 +1,62 @@
+"""The hostile-program corpus, as root and as an unprivileged user; then the sandbox must still work
+and no process of any run may be left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import corpus
+import pytest
+import unprivileged
+
+from sandbox import Sandbox
+
+pytestmark = pytest.mark.sandbox
+CASES = corpus.load_cases()
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(CASES) >= 30
+
+
+@pytest.fixture(scope="module")
+def hostile_sandbox():
+    os.environ[corpus.SECRET_VARIABLE] = "worker-secret-4b1d"
+    with Sandbox(slot=901) as sandbox:
+        yield sandbox
+        after = sandbox.run("print(sum(range(10)))")
+        assert after.status.value == "ok" and after.stdout == b"45\n"
+        uid = corpus.run_uid(sandbox)
+    assert corpus.leftover_processes(uid) == []
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_hostile_program_is_contained(hostile_sandbox: Sandbox, case: corpus.Case) -> None:
+    result, problems = corpus.run_case(hostile_sandbox, case)
+    assert problems == [], f"{case.name}: {result.status.value} {result.error} {result.stdout[-300:]!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating the unprivileged user needs root")
+def test_corpus_as_unprivileged_user() -> None:
+    script = str(Path(corpus.__file__))
+    completed = subprocess.run(
+        unprivileged.command([sys.executable, script]),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": os.environ["PATH"], "EVALFARM_TEST_SLOT": "902"},
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    lines = [json.loads(line) for line in completed.stdout.splitlines()]
+    layers = lines[0]["layers"]
+    assert layers["user"].startswith("on (user namespace")
+    verdicts = {line["case"]: line["problems"] for line in lines if "case" in line}
+    assert set(verdicts) == {case.name for case in CASES}
+    assert {name: problems for name, problems in verdicts.items() if problems} == {}
+    assert lines[-2] == {"after": "ok", "stdout": "42\n"}
+    assert lines[-1] == {"leftover": []}

@@ -1,0 +1,150 @@
+"""The sandbox's behaviour on ordinary programs: I/O, exit statuses, costs, isolation between runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sandbox import CallSpec, Limits, Sandbox, Status
+
+pytestmark = pytest.mark.sandbox
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(slot=910) as sandbox:
+        yield sandbox
+
+
+def test_every_layer_is_reported_on(sandbox: Sandbox) -> None:
+    assert set(sandbox.layers) >= {"user", "namespaces", "filesystem", "seccomp", "landlock", "rlimits"}
+    assert all(state.startswith("on") for state in sandbox.layers.values()), sandbox.layers
+    assert "seccomp on" in sandbox.status_line
+
+
+def test_stdin_reaches_the_program_and_stdout_comes_back(sandbox: Sandbox) -> None:
+    result = sandbox.run("import sys\nprint(sum(map(int, sys.stdin.read().split())))", "1 2 3\n4")
+    assert (result.status, result.stdout, result.exit_code) == (Status.OK, b"10\n", 0)
+    assert result.completed
+
+
+def test_large_stdin_is_fed_while_output_is_drained(sandbox: Sandbox) -> None:
+    data = "7\n" * 500_000  # far beyond a pipe buffer, echoed back as it is read
+    result = sandbox.run("import sys\nfor line in sys.stdin: sys.stdout.write(line)", data)
+    assert result.status is Status.OK and result.stdout == data.encode()
+
+
+def test_nonzero_exit_and_exception_are_runtime_errors(sandbox: Sandbox) -> None:
+    assert sandbox.run("raise SystemExit(3)").exit_code == 3
+    failed = sandbox.run("1 / 0")
+    assert failed.status is Status.RUNTIME_ERROR and b"ZeroDivisionError" in failed.stderr
+    assert "main.py" in failed.stderr.decode() and "_runner" not in failed.stderr.decode()
+
+
+def test_signal_death_is_a_runtime_error(sandbox: Sandbox) -> None:
+    result = sandbox.run("import ctypes\nctypes.string_at(0)")
+    assert result.status is Status.RUNTIME_ERROR and result.signal == 11
+
+
+@pytest.mark.parametrize(
+    "exit_code", ["import sys; sys.exit(0)", "import os; os._exit(0)", "raise SystemExit"]
+)
+def test_early_exit_with_status_zero_is_not_completed(sandbox: Sandbox, exit_code: str) -> None:
+    result = sandbox.run(exit_code + "\nprint('never')")
+    assert result.status is Status.OK and result.exit_code == 0 and not result.completed
+
+
+def test_syntax_error_is_detected_before_running(sandbox: Sandbox) -> None:
+    result = sandbox.run("print('ran')\ndef broken(:\n")
+    assert result.status is Status.SYNTAX_ERROR and b"ran" not in result.stdout
+
+
+def test_cpu_limit_is_a_timeout(sandbox: Sandbox) -> None:
+    result = sandbox.run("while True: pass", limits=Limits(cpu_s=1, wall_s=10))
+    assert result.status is Status.TIMEOUT and 0.9 < result.cpu_s < 3 and result.wall_s < 5
+
+
+def test_memory_error_under_the_cap_is_a_memory_limit(sandbox: Sandbox) -> None:
+    result = sandbox.run("x = bytearray(300 << 20)", limits=Limits(memory_mb=100))
+    assert result.status is Status.MEMORY_LIMIT
+    assert (
+        sandbox.run("x = bytearray(50 << 20); print(len(x))", limits=Limits(memory_mb=100)).status
+        is Status.OK
+    )
+
+
+def test_costs_are_reported(sandbox: Sandbox) -> None:
+    result = sandbox.run("x = bytearray(64 << 20)\nsum(range(3_000_000))")
+    assert result.cpu_s > 0.01 and result.wall_s >= result.cpu_s * 0.5
+    assert result.max_rss_mb > 64
+
+
+def test_numpy_is_preloaded_and_single_threaded(sandbox: Sandbox) -> None:
+    code = "import numpy, threading, os\nprint(numpy.ones(3).sum(), os.environ['OPENBLAS_NUM_THREADS'])"
+    result = sandbox.run(code)
+    assert result.stdout == b"3.0 1\n"
+    assert result.wall_s < 0.5
+
+
+def test_environment_is_the_allow_list(sandbox: Sandbox) -> None:
+    result = sandbox.run("import os, json\nprint(json.dumps(dict(os.environ)))")
+    assert set(json.loads(result.stdout)) == {
+        "PATH", "HOME", "TMPDIR", "LANG", "PYTHONHASHSEED", "PYTHONIOENCODING",
+        "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    }  # fmt: skip
+
+
+def test_working_directory_is_private_and_removed_after_the_run(sandbox: Sandbox) -> None:
+    first = sandbox.run("import os\nopen('left.txt', 'w').write('x')\nprint(os.getcwd(), os.listdir('.'))")
+    assert first.stdout == b"/tmp ['left.txt']\n"
+    assert sandbox.run("import os\nprint(os.listdir('/tmp'))").stdout == b"[]\n"
+
+
+def test_workdir_size_is_capped(sandbox: Sandbox) -> None:
+    code = "open('/tmp/big', 'wb').write(b'0' * (20 << 20))"
+    assert sandbox.run(code, limits=Limits(workdir_mb=8, file_size_mb=64)).status is Status.RUNTIME_ERROR
+    assert sandbox.run(code, limits=Limits(workdir_mb=32, file_size_mb=64)).status is Status.OK
+    assert sandbox.run(code, limits=Limits(workdir_mb=32, file_size_mb=8)).status is Status.RUNTIME_ERROR
+
+
+def test_ipc_objects_do_not_outlive_a_run(sandbox: Sandbox) -> None:
+    create = "import ctypes\nlibc = ctypes.CDLL(None)\nprint(libc.shmget(0x5EC2E7, 4096, 0o1666) >= 0)"
+    look = "import ctypes\nlibc = ctypes.CDLL(None)\nprint(libc.shmget(0x5EC2E7, 4096, 0o666))"
+    assert sandbox.run(create).stdout == b"True\n"
+    assert sandbox.run(look).stdout == b"-1\n"
+
+
+def test_runs_get_the_same_hash_seed(sandbox: Sandbox) -> None:
+    code = "print(list({'apple', 'pear', 'fig', 'kiwi', 'plum'}))"
+    assert sandbox.run(code).stdout == sandbox.run(code).stdout
+
+
+def test_call_returns_json(sandbox: Sandbox) -> None:
+    code = (
+        "import numpy as np\n"
+        "def make(n, scale=1):\n"
+        "    return {'a': np.arange(n) * scale, 't': (1, 2), 's': np.float32(0.5)}"
+    )
+    result = sandbox.run(code, call=CallSpec("make", [3], {"scale": 2}))
+    assert result.status is Status.OK
+    assert json.loads(result.value) == {"a": [0, 2, 4], "t": [1, 2], "s": 0.5}
+
+
+def test_call_of_unserialisable_value_says_so(sandbox: Sandbox) -> None:
+    result = sandbox.run("def f():\n    return object()", call=CallSpec("f"))
+    assert result.status is Status.RUNTIME_ERROR and "not JSON-serialisable" in result.error
+
+
+def test_call_value_over_the_cap_is_an_output_limit(sandbox: Sandbox) -> None:
+    result = sandbox.run("def f():\n    return 'x' * 5000", call=CallSpec("f", max_value_bytes=1000))
+    assert result.status is Status.OUTPUT_LIMIT
+
+
+def test_a_dead_server_is_an_infra_error_then_restarts(sandbox: Sandbox) -> None:
+    import os
+    import signal
+
+    os.kill(sandbox.server_pid, signal.SIGKILL)
+    assert sandbox.run("print(1)").status is Status.INFRA_ERROR
+    assert sandbox.run("print(1)").stdout == b"1\n"
