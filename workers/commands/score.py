@@ -17,6 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", help="where to write the results (default: standard output)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--inline", action="store_true", help="no queue: a local pool of sandboxes")
+    from workers.farm_score import add_arguments
+
+    add_arguments(where)
     parser.add_argument("--workers", type=int, default=2, help="processes for --inline and --local")
     parser.add_argument("--cpus", help="comma-separated cores to pin --inline workers to")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -66,4 +69,7 @@ def _results(args: argparse.Namespace, lines: list[str]) -> Iterator[Iterator[di
         with InlinePool(args.workers, cpus) as pool:
             yield pool.score_lines(lines, chunksize_for(len(lines), args.workers))
         return
-    raise SystemExit("evalfarm score: only --inline is available in this build")
+    from workers.farm_score import farm_results
+
+    with farm_results(args, lines) as results:
+        yield results

@@ -1,0 +1,109 @@
+"""The Celery app of the farm, configured from `Settings` alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from kombu import Exchange, Queue
+
+from broker.errors import ConfigError
+from broker.settings import Settings
+
+# The one task of the farm: score a chunk of jobs. Producers send it by name so they never import
+# the task's module (and with it the envs).
+SCORE_CHUNK = "evalfarm.score_chunk"
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """The Celery settings of the farm; each reliability choice is explained where it is made."""
+    if not settings.broker_url:
+        raise ConfigError("no broker URL: set EVALFARM_BROKER_URL or pass --broker")
+    return {
+        "broker_url": settings.broker_url,
+        # kombu's Redis transport, but a queue item that is not an envelope is dropped, not fatal.
+        "broker_transport": "broker.transport:Transport",
+        "result_backend": settings.backend_url,
+        # JSON only: a message is data from a producer we do not control, never pickle.
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "result_accept_content": ["json"],
+        # Ack after the chunk is scored, so a dead child's chunk goes back to the queue; reserve one
+        # message per child so a slow chunk does not hold others hostage.
+        "task_acks_late": True,
+        "worker_prefetch_multiplier": 1,
+        # A child killed mid-chunk: retry the chunk a bounded number of times (reject_on_worker_lost
+        # alone loops forever on a job that always kills its child), then fail it as WorkerLostError,
+        # which the producer turns into infra_error.
+        "task_reject_on_worker_lost": True,
+        "task_retry_on_worker_lost": True,
+        "task_acks_on_failure_or_timeout": True,
+        # How long the pool waits for a dead child's last result before declaring the chunk lost
+        # (Celery's 10 s default would make each retry of a crashing job cost 10 s).
+        "worker_lost_wait": settings.worker_lost_wait_s,
+        "task_soft_time_limit": settings.task_soft_time_limit_s,
+        "task_time_limit": settings.task_hard_time_limit_s,
+        "task_track_started": False,
+        # One direct exchange per queue: a queue declared without one would share the default
+        # queue's exchange and routing key, and its messages would land on the default queue.
+        "task_queues": [
+            Queue(name, Exchange(name, type="direct"), routing_key=name) for name in settings.queues
+        ],
+        "task_default_queue": settings.default_queue,
+        "task_default_priority": settings.background_priority,
+        "task_create_missing_queues": False,
+        # Results outlive the longest batch; a producer deletes each as soon as it has read it.
+        "result_expires": settings.result_expires_s,
+        "result_extended": False,
+        "result_backend_always_retry": True,
+        "result_backend_max_retries": 50,
+        "redis_backend_health_check_interval": settings.health_check_interval_s,
+        "redis_socket_keepalive": True,
+        "redis_retry_on_timeout": True,
+        "broker_transport_options": transport_options(settings),
+        "result_backend_transport_options": {"retry_policy": {"max_retries": 50, "interval_max": 1.0}},
+        # A producer publishing while Redis restarts waits for it instead of failing the batch.
+        "task_publish_retry": True,
+        "task_publish_retry_policy": {
+            "max_retries": 300,
+            "interval_start": 0,
+            "interval_step": 0.2,
+            "interval_max": 1.0,
+        },
+        "broker_connection_retry": True,
+        "broker_connection_retry_on_startup": True,
+        "broker_connection_max_retries": settings.broker_connect_retries,
+        "broker_heartbeat": 0,
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
+        "worker_hijack_root_logger": False,
+        "worker_send_task_events": False,
+        "worker_enable_remote_control": True,
+        "task_send_sent_event": False,
+    }
+
+
+def transport_options(settings: Settings) -> dict[str, Any]:
+    """kombu's Redis transport options: redelivery timing, priorities and health checks."""
+    return {
+        # A running task is redelivered once the visibility timeout passes: keep it above the hard
+        # time limit (Settings checks), and sweep for the messages of dead workers often.
+        "visibility_timeout": settings.visibility_timeout_s,
+        "unacked_restore_interval": settings.unacked_restore_interval_s,
+        "unacked_restore_throttle": 1,
+        "priority_steps": list(range(10)),
+        "sep": ":",
+        "queue_order_strategy": "priority",
+        "health_check_interval": settings.health_check_interval_s,
+        "socket_keepalive": True,
+        "socket_connect_timeout": 5,
+        "socket_timeout": 30,
+        "retry_on_timeout": True,
+    }
+
+
+def make_app(settings: Settings, name: str = "evalfarm") -> Celery:
+    """A Celery app configured for the farm (no tasks registered: workers add them)."""
+    app = Celery(name, set_as_current=False)
+    app.conf.update(celery_config(settings))
+    return app

@@ -1,0 +1,105 @@
+"""The farm's configuration: one typed object built from `EVALFARM_*` variables at process start."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Seconds one job of each env costs a worker, as a first guess for chunking; the client refines the
+# guesses from the `run_s` of the results it receives. Unknown envs fall back to `default_job_cost_s`.
+DEFAULT_JOB_COSTS_S = {
+    "program": 0.01,
+    "call": 0.01,
+    "humaneval": 0.02,
+    "codecontests": 0.1,
+    "weight_edits": 5.0,
+}
+
+
+class Settings(BaseSettings):
+    """Everything a producer, a worker node or `evalfarm up` needs to know; read from `EVALFARM_*`."""
+
+    model_config = SettingsConfigDict(env_prefix="EVALFARM_", extra="ignore", frozen=True)
+
+    # Where the farm lives. No broker means "start an embedded farm" for `evalfarm score`.
+    broker_url: str | None = None
+    result_backend: str | None = Field(default=None, description="defaults to broker_url")
+
+    # Workloads: env id -> queue; envs not listed go to `default_queue`.
+    default_queue: str = "code"
+    env_queues: dict[str, str] = {"weight_edits": "minatar"}
+    # kombu's Redis transport serves lower priority numbers first; a producer asks for the lane.
+    priority_lane: int = Field(default=0, ge=0, le=9)
+    background_priority: int = Field(default=6, ge=0, le=9)
+
+    # Worker nodes.
+    concurrency: int | None = Field(default=None, ge=1, description="pool processes; default: one per CPU")
+    cpus: list[int] | None = None
+    slot_base: int = Field(default=0, ge=0, description="first sandbox slot of this node")
+    max_tasks_per_child: int = Field(default=1000, ge=1)
+    max_memory_per_child_mb: int = Field(default=2048, ge=64)
+    extra_envs: dict[str, str] = Field(default_factory=dict, description="env id -> module:Class")
+    datasets_dir: str | None = None
+    warm_sandbox: bool = Field(default=True, description="start each child's sandbox before its first job")
+    metrics_port: int = Field(default=9808, ge=0, le=65535)
+
+    # Reliability. A chunk that outlives its soft limit answers its unfinished jobs as infra_error; the
+    # hard limit kills the child; the visibility timeout must exceed it or Redis redelivers a running task.
+    task_soft_time_limit_s: float = Field(default=900.0, gt=0)
+    task_hard_time_limit_s: float = Field(default=960.0, gt=0)
+    visibility_timeout_s: float = Field(default=1200.0, gt=0)
+    unacked_restore_interval_s: float = Field(default=5.0, gt=0)
+    worker_lost_retries: int = Field(default=2, ge=0, description="redeliveries after a child dies")
+    worker_lost_wait_s: float = Field(default=2.0, gt=0, description="wait for a dead child's result")
+    result_expires_s: float = Field(default=86400.0, gt=0)
+    health_check_interval_s: int = Field(default=10, ge=0)
+    broker_connect_retries: int | None = Field(default=None, ge=0, description="None: retry forever")
+
+    # Producer: chunking and batches.
+    message_overhead_s: float = Field(default=0.003, gt=0, description="measured cost of one message")
+    max_overhead: float = Field(default=0.03, gt=0, lt=1, description="target share of overhead")
+    messages_per_process: int = Field(default=4, ge=1)
+    max_chunk_jobs: int = Field(default=256, ge=1)
+    job_costs_s: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_JOB_COSTS_S))
+    default_job_cost_s: float = Field(default=0.05, gt=0)
+    farm_processes: int | None = Field(default=None, ge=1, description="pool processes of the farm")
+    batch_deadline_s: float = Field(default=3600.0, gt=0)
+    poll_interval_s: float = Field(default=0.02, gt=0)
+
+    @model_validator(mode="after")
+    def _check_time_limits(self) -> Settings:
+        """Refuse limits that would run a task twice or kill it before it can answer."""
+        if self.task_hard_time_limit_s <= self.task_soft_time_limit_s:
+            raise ValueError("task_hard_time_limit_s must exceed task_soft_time_limit_s")
+        if self.visibility_timeout_s <= self.task_hard_time_limit_s:
+            raise ValueError("visibility_timeout_s must exceed task_hard_time_limit_s")
+        if self.result_expires_s <= self.batch_deadline_s:
+            raise ValueError("result_expires_s must exceed batch_deadline_s (the longest batch)")
+        return self
+
+    @property
+    def backend_url(self) -> str | None:
+        """The result backend: the broker's Redis unless set apart."""
+        return self.result_backend or self.broker_url
+
+    @property
+    def queues(self) -> list[str]:
+        """Every workload queue, default first."""
+        return list(dict.fromkeys([self.default_queue, *self.env_queues.values()]))
+
+    def queue_for(self, env_id: Any) -> str:
+        """The queue that serves `env_id`."""
+        return (
+            self.env_queues.get(env_id, self.default_queue) if isinstance(env_id, str) else self.default_queue
+        )
+
+    def job_cost_s(self, env_id: Any) -> float:
+        """The first guess of one job's cost for `env_id`."""
+        return self.job_costs_s.get(env_id, self.default_job_cost_s) if isinstance(env_id, str) else 0.0
+
+    def min_chunk_jobs(self, cost_s: float) -> int:
+        """The fewest jobs of cost `cost_s` per message that keep overhead under `max_overhead`."""
+        return max(1, math.ceil(self.message_overhead_s / (self.max_overhead * max(cost_s, 1e-6))))

@@ -1,0 +1,87 @@
+"""The farm's task: score a chunk of jobs with `envs.score_job` in this process's context.
+
+The message is data from producers the farm does not control. Whatever its shape, the task answers
+every job it can find (a malformed job is `invalid_job`, as `score_job` decides), logs what it
+cannot, and returns normally so the worker keeps consuming.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from celery import Celery, Task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from broker.app import SCORE_CHUNK
+from broker.settings import Settings
+from envs import make_result, score_job
+from sandbox import Status
+from tasks.process import configure, process_context
+
+log = logging.getLogger(__name__)
+
+
+def register(app: Celery, settings: Settings) -> Task:
+    """Register the chunk task on `app`, with the node's retry bound for lost workers."""
+    configure(settings)
+
+    @app.task(
+        name=SCORE_CHUNK,
+        bind=True,
+        typing=False,  # check the arguments ourselves: a bad message is answered, not raised
+        max_retries=settings.worker_lost_retries,
+        default_retry_delay=0,
+    )
+    def score_chunk(self: Task, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        """Score the jobs of one message; one result per job, in order."""
+        jobs = jobs_of(args, kwargs, self.request.id)
+        return score_jobs(jobs, kwargs.get("sent_at"), attempt=self.request.retries + 1)
+
+    return score_chunk
+
+
+def jobs_of(args: tuple[Any, ...], kwargs: dict[str, Any], task_id: str | None) -> list[Any]:
+    """The jobs a message carries: a list, or a lone job object; nothing else (logged)."""
+    jobs = args[0] if args else kwargs.get("jobs")
+    if isinstance(jobs, dict):
+        return [jobs]
+    if isinstance(jobs, list):
+        return jobs
+    log.error("task %s: malformed message, no list of jobs (got %s); dropped", task_id, type(jobs).__name__)
+    return []
+
+
+def score_jobs(jobs: list[Any], sent_at: Any, attempt: int = 1) -> list[dict[str, Any]]:
+    """Score `jobs` one after another; past the soft time limit the rest are answered infra_error."""
+    ctx = process_context()
+    results: list[dict[str, Any]] = []
+    try:
+        for job in jobs:
+            started = time.time()
+            result = score_job(job, ctx)
+            result["queued_s"] = _queued_s(sent_at, started)
+            result["attempt"] = attempt
+            results.append(result)
+            if result["id"] is None:
+                log.warning("answered a job without an id as %s: %s", result["status"], result["error"])
+    except SoftTimeLimitExceeded:
+        log.error("chunk time limit hit after %d of %d jobs", len(results), len(jobs))
+        for job in jobs[len(results) :]:
+            results.append(_infra(job, "chunk time limit exceeded"))
+    return results
+
+
+def _queued_s(sent_at: Any, started: float) -> float | None:
+    if isinstance(sent_at, int | float) and not isinstance(sent_at, bool):
+        return round(max(0.0, started - sent_at), 6)
+    return None
+
+
+def _infra(job: Any, error: str) -> dict[str, Any]:
+    job_id = job.get("id") if isinstance(job, dict) else None
+    env = job.get("env") if isinstance(job, dict) else None
+    result = make_result(job_id, env, Status.INFRA_ERROR, None, error)
+    result.update(queued_s=None, run_s=None)
+    return result

@@ -1,0 +1,151 @@
+"""Fixtures of the farm's integration tests: a private Redis per test, worker nodes as subprocesses.
+
+Every process started here is stopped by the fixture that started it, whatever the test did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from farm_test_envs import EXTRA_ENVS
+
+from broker.client import NODE_KEY_PREFIX, Farm
+from broker.settings import Settings
+from workers.embedded import RedisServer, WorkerProcess
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+# Worker settings that make failure paths quick enough to test: a dead child's chunk is declared lost
+# after 0.5 s; a dead node's messages come back after 8 s (above the 6 s hard time limit).
+WORKER_SETTINGS = {
+    "EVALFARM_TASK_SOFT_TIME_LIMIT_S": "5",
+    "EVALFARM_TASK_HARD_TIME_LIMIT_S": "6",
+    "EVALFARM_VISIBILITY_TIMEOUT_S": "8",
+    "EVALFARM_UNACKED_RESTORE_INTERVAL_S": "1",
+    "EVALFARM_WORKER_LOST_RETRIES": "2",
+    "EVALFARM_WORKER_LOST_WAIT_S": "0.5",
+    "EVALFARM_HEALTH_CHECK_INTERVAL_S": "2",
+    "EVALFARM_EXTRA_ENVS": json.dumps(EXTRA_ENVS),
+}
+
+
+def worker_env(**overrides: str) -> dict[str, str]:
+    """The environment of a test worker: this one, minus EVALFARM_*, plus the test settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALFARM_")}
+    env.update(WORKER_SETTINGS)
+    env.update(overrides)
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+def client_settings(url: str, **overrides: Any) -> Settings:
+    """Producer settings for a test farm (never read from the test process's environment)."""
+    values: dict[str, Any] = {"broker_url": url, "farm_processes": 2, "batch_deadline_s": 120.0}
+    values.update(overrides)
+    return Settings(_env_prefix="EVALFARM_TEST_UNUSED_", **values)  # type: ignore[call-arg]
+
+
+class Workers:
+    """Starts worker nodes against one Redis and stops them all at teardown."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.started: list[WorkerProcess] = []
+
+    def start(self, concurrency: int = 2, name: str | None = None, **env: str) -> WorkerProcess:
+        """Start a node and wait until it has announced itself."""
+        name = name or f"test{len(self.started)}@localhost"
+        args = ["--concurrency", str(concurrency), "--name", name]
+        worker = WorkerProcess(self.url, args, worker_env(EVALFARM_WARM_SANDBOX="0", **env)).start()
+        self.started.append(worker)
+        wait_for(lambda: _advertised(self.url, name), 60.0, f"worker {name} ready")
+        return worker
+
+    def stop_all(self) -> None:
+        """Stop every node started here (warm, then kill)."""
+        for worker in self.started:
+            worker.stop(grace_s=10.0)
+
+
+def _advertised(url: str, name: str) -> bool:
+    client = redis.Redis.from_url(url)
+    try:
+        return bool(client.exists(NODE_KEY_PREFIX + name))
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll `condition` until true; fail the test after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def pool_children(worker: WorkerProcess) -> list[int]:
+    """The pids of a node's pool processes (the direct children of its main process)."""
+    assert worker.proc is not None
+    pid = worker.proc.pid
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(p) for p in text.split()]
+
+
+def kill_node(worker: WorkerProcess) -> None:
+    """SIGKILL a node's whole process group at once: no warm shutdown, nothing acked or requeued."""
+    assert worker.proc is not None
+    os.killpg(worker.proc.pid, signal.SIGKILL)
+    worker.proc.wait()
+
+
+def sleepy_jobs(n: int, sleep_s: float = 0.05, prefix: str = "s") -> list[dict[str, Any]]:
+    """`n` jobs of the test env that sleeps."""
+    return [{"id": f"{prefix}{i}", "env": "sleepy", "sleep_s": sleep_s, "value": i} for i in range(n)]
+
+
+def assert_each_once(jobs: list[dict[str, Any]], results: list[Any], status: str = "ok") -> None:
+    """One result per job, in order, with the job's id and the expected status."""
+    assert [r["id"] for r in results] == [j["id"] for j in jobs]
+    assert [r["status"] for r in results] == [status] * len(jobs), [
+        (r["id"], r["status"], r.get("error")) for r in results if r["status"] != status
+    ]
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A private Redis on a free loopback port with AOF, in the test's directory."""
+    server = RedisServer(directory=str(tmp_path)).start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def workers(redis_server: RedisServer) -> Iterator[Workers]:
+    """A starter of worker nodes on `redis_server`; all stopped at teardown."""
+    started = Workers(redis_server.url)
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+@pytest.fixture
+def farm(redis_server: RedisServer) -> Iterator[Farm]:
+    """A producer client of `redis_server`."""
+    with Farm(settings=client_settings(redis_server.url), progress=False) as client:
+        yield client

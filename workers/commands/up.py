@@ -1,0 +1,64 @@
+"""`evalfarm up`: a farm on this machine in the foreground (Redis, workers pinned to cores, metrics)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from typing import Any
+
+from workers.options import cpu_list
+
+
+def register(subparsers: Any) -> None:
+    """Add the `up` subcommand."""
+    parser = subparsers.add_parser(
+        "up",
+        help="start Redis and workers here; print the broker and metrics URLs; Ctrl-C stops all",
+        description="Start a private Redis (AOF on, loopback, a free port) and a worker node consuming "
+        "every queue with its processes pinned to cores. Runs until Ctrl-C or SIGTERM, then stops "
+        "everything it started.",
+    )
+    parser.add_argument("--workers", type=int, metavar="N", help="pool processes (default: one per CPU)")
+    parser.add_argument("--cpus", type=cpu_list, metavar="LIST", help="cores to pin workers to, e.g. 0-3")
+    parser.add_argument("--port", type=int, metavar="PORT", help="Redis port (default: a free one)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the farm, print where it is, supervise it until told to stop."""
+    from workers.embedded import EmbeddedFarm
+
+    extra = ["--cpus", ",".join(map(str, args.cpus))] if args.cpus else []
+    farm = EmbeddedFarm(workers=args.workers, worker_args=extra, redis_port=args.port)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        farm.start()
+        print(f"broker:  {farm.broker_url}", flush=True)
+        print(f"metrics: {farm.metrics_url or 'not served (no metrics module in this build)'}", flush=True)
+        print("Ctrl-C stops the farm", file=sys.stderr, flush=True)
+        return _supervise(farm)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the shutdown short
+        farm.close()
+        print("farm stopped", file=sys.stderr, flush=True)
+
+
+def _supervise(farm: Any) -> int:
+    """Restart a worker node that dies; give up (exit 1) if Redis dies."""
+    while True:
+        time.sleep(1.0)
+        if not farm.redis.alive:
+            print("redis exited; stopping the farm", file=sys.stderr, flush=True)
+            return 1
+        if not farm.worker.alive:
+            print("worker node died; restarting it", file=sys.stderr, flush=True)
+            farm.worker.stop()
+            farm.worker.start()
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

