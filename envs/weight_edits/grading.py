@@ -13,6 +13,7 @@ from envs.weight_edits.edits import PARSE_ERRORS, Tensors, apply_edits, nonzero_
 from envs.weight_edits.episodes import Episode, FastRunner
 from envs.weight_edits.freeway import StreamExhausted, run_freeway
 from envs.weight_edits.policy import Policy
+from envs.weight_edits.space_invaders import SpaceInvadersRunner
 
 # Errors the reference grader does not catch (it would crash); an answer is data, so they grade as
 # a failed parse with their message instead.
@@ -52,7 +53,8 @@ def play(game: str, source: str, weights: Tensors, episodes: range, deadline: De
             return run_freeway(policy, episodes, deadline)
         except StreamExhausted:  # practically impossible; the per-episode runner has no such limit
             pass
-    runner = FastRunner(game, policy)
+    runner: FastRunner | SpaceInvadersRunner
+    runner = SpaceInvadersRunner(policy) if game == "space_invaders" else FastRunner(game, policy)
     results = []
     for episode in episodes:
         deadline.check()

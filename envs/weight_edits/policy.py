@@ -10,7 +10,7 @@ is one uniform draw on the same stream and a right-sided search.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 import numpy as np
 
@@ -64,7 +64,7 @@ class Policy:
         if not self.relevant:
             # No input reaches the network: every observation gives the same distribution.
             self.constant = self.compute(())
-        self._cache: dict[frozenset[int], list[float]] = {}
+        self._cache: dict[Hashable, list[float]] = {}
         self.misses = 0
 
     def compute(self, active: Iterable[int]) -> list[float]:
@@ -81,7 +81,15 @@ class Policy:
             found = self.lookup_miss(key, active)
         return found
 
-    def lookup_miss(self, key: frozenset[int], active: Iterable[int]) -> list[float]:
+    def cached(self, key: Hashable, make_active: Callable[[], Iterable[int]]) -> list[float]:
+        """The cdf under `key`, an exact canonical form of the relevant inputs of an observation whose
+        full active indices `make_active()` returns (called only on a miss)."""
+        found = self._cache.get(key)
+        if found is None:
+            found = self.lookup_miss(key, make_active())
+        return found
+
+    def lookup_miss(self, key: Hashable, active: Iterable[int]) -> list[float]:
         """Compute and remember the cdf of an observation not seen yet."""
         if len(self._cache) >= MAX_CACHE_ENTRIES:
             self._cache.clear()
