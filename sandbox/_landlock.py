@@ -55,23 +55,29 @@ def _write_rights(abi: int) -> int:
     return rights
 
 
-def restrict(abi: int, writable_dirs: list[str], writable_files: list[str]) -> None:
-    """Confine the calling thread: writes only beneath `writable_dirs` and to `writable_files`."""
+def ruleset(abi: int, writable_dirs: list[str], writable_files: list[str]) -> int:
+    """A ruleset fd allowing writes only beneath `writable_dirs` and to `writable_files`."""
     handled_fs = _write_rights(abi)
     attr = struct.pack("Q", handled_fs)
     if abi >= 4:
         attr += struct.pack("Q", _NET_BIND_TCP | _NET_CONNECT_TCP)
     if abi >= 6:
         attr += struct.pack("Q", _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
-    ruleset = _linux.syscall(_linux.NR_LANDLOCK_CREATE_RULESET, attr, len(attr), 0)
+    fd = _linux.syscall(_linux.NR_LANDLOCK_CREATE_RULESET, attr, len(attr), 0)
     try:
         for path in writable_dirs:
-            _add_rule(ruleset, path, handled_fs)
+            _add_rule(fd, path, handled_fs)
         for path in writable_files:
-            _add_rule(ruleset, path, handled_fs & _FILE_RIGHTS)
-        _linux.syscall(_linux.NR_LANDLOCK_RESTRICT_SELF, ruleset, 0)
-    finally:
-        os.close(ruleset)
+            _add_rule(fd, path, handled_fs & _FILE_RIGHTS)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def restrict_self(ruleset_fd: int) -> None:
+    """Confine the calling thread (and its future children) by a ruleset; needs no_new_privs."""
+    _linux.syscall(_linux.NR_LANDLOCK_RESTRICT_SELF, ruleset_fd, 0)
 
 
 def _add_rule(ruleset: int, path: str, rights: int) -> None:

@@ -21,7 +21,9 @@ RESULT_FD = 3  # the channel back to the fork server: one JSON object describing
 SETUP_FAILED_EXIT = 120
 STACK_BYTES = 8 << 20  # numpy's threads fail to start when the stack cap is as large as memory
 
-ENVIRONMENT = {
+# A run's whole environment: nothing of the worker's variables reaches it. The fork server is
+# started with exactly this environment, so a run inherits it without paying to rebuild it.
+RUN_ENVIRONMENT = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": "/tmp",
     "TMPDIR": "/tmp",
@@ -59,13 +61,14 @@ def _enter(plan: dict[str, Any], fds: tuple[int, int, int, int]) -> None:
             os.fchown(fd, plan["uid"], plan["uid"])  # so the program may reopen /dev/stdin
         os.dup2(fd, target)
     os.closerange(RESULT_FD + 1, plan["max_fd"])
-    os.environ.clear()
-    os.environ.update(ENVIRONMENT)
     _drop_privileges(plan)
     _linux.set_pdeathsig(signal.SIGKILL)  # a credential change clears it
     _linux.set_no_new_privs()
     if plan["landlock_abi"]:
-        _landlock.restrict(plan["landlock_abi"], ["/tmp"], ["/dev/null", "/dev/full", "/dev/zero"])
+        # Built per run: a rule holds an inode, and each run's /tmp is a new tmpfs.
+        ruleset = _landlock.ruleset(plan["landlock_abi"], ["/tmp"], ["/dev/null", "/dev/full", "/dev/zero"])
+        _landlock.restrict_self(ruleset)
+        os.close(ruleset)
     _set_limits(plan["limits"])
     if plan["seccomp_filter"] is not None:
         _seccomp.install(plan["seccomp_filter"])

@@ -9,6 +9,7 @@ outcome. A run pays neither Python's start-up nor numpy's import.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import logging
@@ -63,6 +64,7 @@ class Server:
         self.layers["filesystem"] = "on (read-only skeleton root, private /proc and /tmp per run)"
         self._setup_seccomp()
         self._setup_landlock()
+        gc.freeze()  # runs then never scan (and so never copy) the preloaded objects
         self.layers["rlimits"] = "on (as, cpu, fsize, nofile, nproc, core=0, stack)"
 
     def _enter_namespaces(self) -> None:
@@ -90,9 +92,9 @@ class Server:
             self.layers["seccomp"] = f"off (no filter for {_linux.MACHINE})"
 
     def _setup_landlock(self) -> None:
-        self.landlock_abi = _landlock.abi_version()
-        if self.landlock_abi:
-            self.layers["landlock"] = f"on (ABI {self.landlock_abi}: writes only in /tmp, no TCP, scoped)"
+        self.landlock_abi = abi = _landlock.abi_version()
+        if abi:
+            self.layers["landlock"] = f"on (ABI {abi}: writes only in /tmp, no TCP, scoped)"
         else:
             self.layers["landlock"] = "off (not supported by this kernel)"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import _protocol
+from sandbox._runner import RUN_ENVIRONMENT
 from sandbox.limits import Limits
 from sandbox.result import RunResult
 from sandbox.status import Status
@@ -30,16 +31,6 @@ DEFAULT_PRELOAD = (
     "copy", "operator", "array", "traceback", "threading", "atexit", "enum", "struct", "time",
     "datetime", "textwrap", "unittest",
 )  # fmt: skip
-
-# The fork server's whole environment: nothing of the worker's variables reaches it or its runs.
-SERVER_ENVIRONMENT = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "PYTHONHASHSEED": "0",  # the same job gives the same output on every slot
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-}
 
 
 class SandboxError(Exception):
@@ -116,7 +107,7 @@ class Sandbox:
         self._process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", boot, json.dumps(server_config)],
             pass_fds=[theirs.fileno()],
-            env=SERVER_ENVIRONMENT,
+            env=RUN_ENVIRONMENT,  # the server's whole environment, inherited as is by its runs
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             cwd="/",
