@@ -8,35 +8,60 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-_context: Any = None  # this pool process's envs.Context
-
 
 def _init_worker(cpus: list[int] | None) -> None:
-    global _context
-    from envs import Context
+    from tasks import process
 
     index = multiprocessing.current_process()._identity[0] - 1
     if cpus:
         os.sched_setaffinity(0, {cpus[index % len(cpus)]})
-    _context = Context(slot=index)
+    process.open_process(slot=index)
 
 
 def score_line(line: str) -> dict[str, Any]:
     """Parse one JSONL line and score it; a line that is not JSON becomes an invalid_job result."""
     from envs import make_result, score_job
     from sandbox import Status
+    from tasks import process
 
     try:
         job = json.loads(line)
     except ValueError as error:
         return make_result(None, None, Status.INVALID_JOB, None, f"line is not valid JSON: {error}")
-    return score_job(job, _context)
+    return score_job(job, process.process_context())
+
+
+def env_ids_of(lines: Iterable[str]) -> set[str]:
+    """The env ids named by JSONL job lines (lines that are not jobs are skipped)."""
+    ids = set()
+    for line in lines:
+        try:
+            job = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(job, dict) and isinstance(job.get("env"), str):
+            ids.add(job["env"])
+    return ids
 
 
 class InlinePool:
-    """`workers` processes scoring jobs in input order; use as a context manager."""
+    """`workers` processes scoring jobs in input order; use as a context manager.
 
-    def __init__(self, workers: int = 2, cpus: list[int] | None = None) -> None:
+    `env_ids`: envs imported before the pool forks, so every process shares them instead of each
+    importing them again.
+    """
+
+    def __init__(self, workers: int = 2, cpus: list[int] | None = None, env_ids: Iterable[str] = ()) -> None:
+        from broker.settings import Settings
+        from envs import InvalidJob, get_env
+        from tasks import process
+
+        process.configure(Settings())
+        for env_id in env_ids:
+            try:
+                get_env(env_id)
+            except InvalidJob:
+                pass  # an unknown env: each of its jobs gets its own invalid_job result
         self.workers = workers
         ctx = multiprocessing.get_context("fork")  # started before any thread: fork is safe here
         self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cpus,))

@@ -63,10 +63,10 @@ def score(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _results(args: argparse.Namespace, lines: list[str]) -> Iterator[Iterator[dict[str, Any]]]:
     if args.inline:
-        from workers.inline import InlinePool, chunksize_for
+        from workers.inline import InlinePool, chunksize_for, env_ids_of
 
         cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
-        with InlinePool(args.workers, cpus) as pool:
+        with InlinePool(args.workers, cpus, env_ids_of(lines)) as pool:
             yield pool.score_lines(lines, chunksize_for(len(lines), args.workers))
         return
     from workers.farm_score import farm_results

@@ -1,0 +1,79 @@
+"""`evalfarm run` and `evalfarm score --inline`: results in input order, no line ever lost."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.sandbox
+EVALFARM = [sys.executable, "-m", "workers.cli"]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def evalfarm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*EVALFARM, *args], capture_output=True, text=True, cwd=ROOT, timeout=300, check=check
+    )
+
+
+def test_run_prints_the_program_result(tmp_path: Path) -> None:
+    program = tmp_path / "double.py"
+    program.write_text("print(int(input()) * 2)")
+    stdin = tmp_path / "in.txt"
+    stdin.write_text("21\n")
+    result = json.loads(evalfarm("run", str(program), "--stdin", str(stdin), "--wall-s", "3").stdout)
+    assert (result["status"], result["code"], result["stdout"]) == ("ok", 0, "42\n")
+    assert result["limits"]["wall_s"] == 3.0
+    assert {"stderr", "exit_code", "signal", "wall_s", "cpu_s", "max_rss_mb", "stdout_truncated"} <= set(
+        result
+    )
+
+
+def test_run_exits_nonzero_on_a_failed_program(tmp_path: Path) -> None:
+    program = tmp_path / "slow.py"
+    program.write_text("while True: pass")
+    completed = evalfarm("run", str(program), "--cpu-s", "1", check=False)
+    assert completed.returncode == 1
+    assert json.loads(completed.stdout)["status"] == "timeout"
+
+
+def test_score_inline_keeps_order_and_every_line(tmp_path: Path) -> None:
+    lines = [json.dumps({"id": f"job-{i}", "env": "program", "code": f"print({i})"}) for i in range(40)]
+    lines.insert(7, "{not json")
+    lines.insert(20, json.dumps({"id": "no-env"}))
+    lines.insert(
+        30, json.dumps({"id": "slow", "env": "program", "code": "while 1: pass", "limits": {"cpu_s": 1}})
+    )
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "results.jsonl"
+    completed = evalfarm("score", str(jobs), "-o", str(out), "--inline", "--workers", "2")
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(results) == len(lines)
+    assert results[7]["status"] == "invalid_job" and results[7]["id"] is None
+    assert results[20]["status"] == "invalid_job" and "env" in results[20]["error"]
+    assert results[30]["status"] == "timeout"
+    ordinary = [r for r in results if r["id"] and r["id"].startswith("job-")]
+    assert [r["stdout"] for r in ordinary] == [f"{i}\n" for i in range(40)]
+    assert "job/s" in completed.stderr  # the progress bar
+
+
+def test_score_inline_equals_run_for_the_same_program(tmp_path: Path) -> None:
+    program = tmp_path / "p.py"
+    program.write_text("import sys\nprint(sorted(sys.stdin.read().split()))")
+    stdin = tmp_path / "in.txt"
+    stdin.write_text("b c a")
+    single = json.loads(evalfarm("run", str(program), "--stdin", str(stdin)).stdout)
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(
+        json.dumps({"id": "p.py", "env": "program", "code": program.read_text(), "stdin": "b c a"})
+    )
+    batch = json.loads(evalfarm("score", str(jobs), "--inline", "--no-progress").stdout)
+    volatile = {"wall_s", "cpu_s", "max_rss_mb", "run_s"}
+    assert {k: v for k, v in single.items() if k not in volatile} == {
+        k: v for k, v in batch.items() if k not in volatile
+    }
