@@ -21,10 +21,10 @@ from envs.weight_edits.deadline import Deadline
 from envs.weight_edits.policy import Policy
 
 Episode = tuple[float, int]
-# Uniforms drawn per refill of the action stream; draws in bulk equal draws one by one.
-_UNIFORM_CHUNK = 512
-# Steps between deadline checks.
-_CHECK_EVERY = 256
+# Uniforms drawn per refill of the action stream (draws in bulk equal draws one by one); the
+# deadline is checked at each refill.
+_FIRST_UNIFORMS = 64
+_UNIFORM_CHUNK = 1024
 
 
 def game_env(game: str) -> Any:
@@ -54,16 +54,19 @@ class FastRunner:
     def run(self, episode: int, deadline: Deadline) -> Episode:
         """Score and length of episode `episode`."""
         self._reset(episode)
-        env, policy, features = self.env, self.policy, self.features
+        env, policy, features, constant = self.env, self.policy, self.features, self.policy.constant
         sticky = self.env_random.random_sample
-        uniforms: list[float] = []
+        draw = self.action_random.random_sample
+        # Most episodes are short: a small first draw, then larger ones (the stream is the same).
+        uniforms, base = draw(_FIRST_UNIFORMS).tolist(), 0
         last_action = 0  # a fresh Environment starts with last_action 0
         score = 0.0
         for step in range(games.MAX_STEPS):
-            if step % _UNIFORM_CHUNK == 0:
-                uniforms = self.action_random.random_sample(_UNIFORM_CHUNK).tolist()
+            if step - base == len(uniforms):
                 deadline.check()
-            action = bisect.bisect_right(policy.cdf(features(env)), uniforms[step % _UNIFORM_CHUNK])
+                uniforms, base = draw(_UNIFORM_CHUNK).tolist(), step
+            cdf = constant if constant is not None else policy.cdf(features(env))
+            action = bisect.bisect_right(cdf, uniforms[step - base])
             if sticky() < games.STICKY_ACTION_PROB:
                 action = last_action
             last_action = action

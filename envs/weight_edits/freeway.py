@@ -18,6 +18,8 @@ occupies, 0 where its input is irrelevant).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from envs.weight_edits import games
@@ -43,7 +45,7 @@ class StreamExhausted(Exception):
     """An episode needed more pre-drawn random words than were drawn."""
 
 
-def _double(high: np.ndarray | int, low: np.ndarray | int) -> np.ndarray | float:
+def _double(high: Any, low: Any) -> Any:
     """numpy's 53-bit double from two 32-bit words (exact in float64)."""
     return ((high >> 5) * 67108864.0 + (low >> 6)) / 9007199254740992.0
 
@@ -93,7 +95,7 @@ class _Block:
             generator.seed(games.ENV_SEED_BASE + episode)
             self.words[row] = generator.randint(0, 2**32, size=_WORDS, dtype=np.uint32)
         self.pointer = np.zeros(count, dtype=np.int64)
-        self.speed = np.array([_Stream(self.words, self.pointer, row).randomize() for row in self.rows])
+        self.speed = np.array([_Stream(self.words, self.pointer, row).randomize() for row in range(count)])
         self.speed = self.speed.reshape(count, _CARS).astype(np.int64)
         self.x = np.zeros((count, _CARS), dtype=np.int64)
         self.timer = np.abs(self.speed)

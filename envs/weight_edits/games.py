@@ -53,22 +53,37 @@ def observation(game: str, state: np.ndarray) -> np.ndarray:
 
 def asterix_features(env: Any) -> list[int]:
     """Player (0), enemies (1), gold (2) and trails (4)."""
-    active = [_cell(env.player_y, env.player_x)]
+    active = [(env.player_y * 10 + env.player_x) * 6]
     for entity in env.entities:
         if entity is not None:
             x, row, right, gold = entity
-            active.append(_cell(row, x) + (2 if gold else 1))
+            base = row * 60  # the hot loop: cells inlined
+            active.append(base + x * 6 + (2 if gold else 1))
             back = x - 1 if right else x + 1
             if 0 <= back <= 9:
-                active.append(_cell(row, back) + 4)
+                active.append(base + back * 6 + 4)
     return active
+
+
+_BRICKS: dict[bytes, list[int]] = {}
+_MAX_BRICK_MAPS = 4096
 
 
 def breakout_features(env: Any) -> list[int]:
     """Paddle (0), bricks (2), ball (3) and the ball's trail (4)."""
-    active = [_cell(9, env.pos), _cell(env.ball_y, env.ball_x) + 3, _cell(env.last_y, env.last_x) + 4]
-    active.extend(int(cell) * 6 + 2 for cell in np.flatnonzero(env.brick_map))
-    return active
+    active = [
+        (90 + env.pos) * 6,
+        (env.ball_y * 10 + env.ball_x) * 6 + 3,
+        (env.last_y * 10 + env.last_x) * 6 + 4,
+    ]
+    # The bricks change only when one is hit: their indices are remembered per map (bounded).
+    bricks_key = env.brick_map.tobytes()
+    bricks = _BRICKS.get(bricks_key)
+    if bricks is None:
+        if len(_BRICKS) >= _MAX_BRICK_MAPS:
+            _BRICKS.clear()
+        bricks = _BRICKS[bricks_key] = [int(cell) * 6 + 2 for cell in np.flatnonzero(env.brick_map)]
+    return active + bricks
 
 
 def freeway_features(env: Any) -> list[int]:

@@ -38,10 +38,21 @@ def probabilities(action_logits: np.ndarray) -> np.ndarray:
 
 
 def choice_cdf(action_logits: np.ndarray) -> list[float]:
-    """The normalised cumulative distribution `RandomState.choice(6, p=softmax)` searches."""
-    cdf = probabilities(action_logits).cumsum()
+    """The normalised cumulative distribution `RandomState.choice(6, p=softmax)` searches.
+
+    The same operations as `probabilities` then `choice` (`np.max` and `sum` are these reductions,
+    `cumsum` this accumulation), called as ufuncs to skip their Python wrappers.
+    """
+    result = np.exp(action_logits.astype(np.float64) - _max(action_logits))
+    result /= _add(result)
+    cdf = _cumulative(result)
     cdf /= cdf[-1]
-    return [float(value) for value in cdf]
+    return cdf.tolist()
+
+
+_max = np.maximum.reduce
+_add = np.add.reduce
+_cumulative = np.add.accumulate
 
 
 def observation_vector(active: Iterable[int]) -> np.ndarray:

@@ -26,12 +26,19 @@ _COL9 = _COL0 << 9
 _ALL = (1 << 100) - 1
 _START_ALIENS = sum(1 << (row * 10 + col) for row in range(4) for col in range(2, 8))
 _COLUMNS = [_COL0 << col for col in range(10)]
-# Columns in the order `_nearest_alien` searches them from each cannon position (a stable sort).
-_SEARCH = [sorted(range(10), key=lambda col, pos=pos: abs(col - pos)) for pos in range(10)]
+
+
+def _search_order(pos: int) -> list[int]:
+    """Columns in the order MinAtar's `_nearest_alien` searches them from `pos` (a stable sort)."""
+    return sorted(range(10), key=lambda col: abs(col - pos))
+
+
+_SEARCH = [_search_order(pos) for pos in range(10)]
 _SHOT_COOL_DOWN = 5
 _ENEMY_MOVE_INTERVAL = 12
 _ENEMY_SHOT_INTERVAL = 10
-_CHUNK = 512
+_FIRST_CHUNK = 64
+_CHUNK = 1024
 _FIRE, _LEFT, _RIGHT = 5, 1, 3
 
 
@@ -155,12 +162,17 @@ class SpaceInvadersRunner:
         game = Game()
         last_action = 0
         score = 0.0
+        # The game draws nothing of its own: both streams are drawn in bulk, a small block first.
+        size, base = _FIRST_CHUNK, 0
+        sticky = self.env_random.random_sample(size).tolist()
+        uniforms = self.action_random.random_sample(size).tolist()
         for step in range(games.MAX_STEPS):
-            index = step % _CHUNK
-            if index == 0:
+            index = step - base
+            if index == size:
                 deadline.check()
-                sticky = self.env_random.random_sample(_CHUNK).tolist()
-                uniforms = self.action_random.random_sample(_CHUNK).tolist()
+                size, base, index = _CHUNK, step, 0
+                sticky = self.env_random.random_sample(size).tolist()
+                uniforms = self.action_random.random_sample(size).tolist()
             action = bisect_right(self._cdf(game), uniforms[index])
             if sticky[index] < games.STICKY_ACTION_PROB:
                 action = last_action
