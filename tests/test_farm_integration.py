@@ -1,0 +1,153 @@
+"""The farm end to end: the same verdicts as inline scoring, pinned children, the commands.
+
+Real Redis (a private one per test, on a free port), real worker nodes, real sandboxed programs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import farm_support
+import pytest
+from farm_support import ROOT, pool_children, wait_for, worker_env
+
+from broker.client import Farm
+from workers.demo_jobs import codecontests_jobs, hostile_jobs, humaneval_jobs, program_jobs
+
+# Fixtures of the farm's test support: a private Redis, worker nodes on it, a producer client.
+redis_server = farm_support.redis_server
+workers = farm_support.workers
+farm = farm_support.farm
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
+
+# What differs between two runs of the same job: timings, where and when it ran.
+VOLATILE = {"run_s", "wall_s", "cpu_s", "max_rss_mb", "queued_s", "latency_s", "attempt", "infra", "feedback"}
+
+
+def comparable(result: dict[str, Any]) -> dict[str, Any]:
+    """A result without the fields that legitimately differ from run to run."""
+    kept = {k: v for k, v in result.items() if k not in VOLATILE}
+    if isinstance(kept.get("tests"), list):
+        kept["tests"] = [{k: v for k, v in t.items() if k not in VOLATILE} for t in kept["tests"]]
+    return kept
+
+
+def mixed_jobs() -> list[dict[str, Any]]:
+    """Jobs of every code env and many statuses, plus malformed ones."""
+    programs = [
+        {"id": "ok", "env": "program", "code": "print(input()[::-1])", "stdin": "abc"},
+        {"id": "exit3", "env": "program", "code": "import sys; sys.exit(3)"},
+        {"id": "syntax", "env": "program", "code": "def f(:"},
+        {"id": "slow", "env": "program", "code": "while True: pass", "limits": {"wall_s": 1, "cpu_s": 1}},
+        {"id": "bad-limits", "env": "program", "code": "pass", "limits": {"wall_s": -1}},
+        {"id": "no-env", "code": "pass"},
+        {"id": "unknown-env", "env": "nope"},
+    ]
+    # Hostile programs whose output is deterministic (a fork bomb's stderr is not).
+    hostile = [
+        j for j in hostile_jobs() if j["id"].split("-", 1)[1] in ("infinite_loop", "read_secrets", "network")
+    ]
+    return [*programs, *program_jobs(20), *humaneval_jobs(count=12), *codecontests_jobs()[:4], *hostile]
+
+
+@pytest.mark.sandbox
+def test_farm_results_equal_inline_results(workers, farm) -> None:
+    from workers.inline import InlinePool
+
+    jobs = mixed_jobs()
+    with InlinePool(2) as pool:
+        inline = list(pool.score(jobs))
+    workers.start(EVALFARM_SLOT_BASE="8", EVALFARM_EXTRA_ENVS="{}")  # slots apart from the inline pool's
+    through_farm = farm.score(jobs)
+    assert [r["id"] for r in through_farm] == [j.get("id") for j in jobs]
+    assert [comparable(r) for r in through_farm] == [comparable(r) for r in inline]
+    assert not any(r.is_infra for r in through_farm)
+
+
+def test_pool_children_are_pinned_and_replacements_repinned(workers) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    node = workers.start(concurrency=len(cpus))
+
+    def pinned() -> dict[int, set[int]]:
+        return {pid: os.sched_getaffinity(pid) for pid in pool_children(node)}
+
+    wait_for(lambda: all(len(c) == 1 for c in pinned().values()), 10, "children pinned")
+    before = pinned()
+    assert sorted(next(iter(c)) for c in before.values()) == cpus
+    victim = next(iter(before))
+    os.kill(victim, signal.SIGKILL)
+    wait_for(lambda: victim not in pinned() and len(pinned()) == len(cpus), 20, "a replacement child")
+    wait_for(lambda: all(len(c) == 1 for c in pinned().values()), 10, "replacement pinned")
+    after = pinned()
+    assert sorted(next(iter(c)) for c in after.values()) == cpus  # the freed core is taken again
+
+
+def _evalfarm(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "workers.cli", *args]
+    return subprocess.run(command, cwd=ROOT, env=worker_env(), capture_output=True, text=True, **kwargs)
+
+
+@pytest.mark.sandbox
+def test_score_local_matches_inline(tmp_path: Path) -> None:
+    jobs = [*program_jobs(10), *humaneval_jobs(count=4), {"id": "unknown-env", "env": "nope"}]
+    source = tmp_path / "jobs.jsonl"
+    source.write_text("".join(json.dumps(j) + "\n" for j in jobs) + "not json\n")
+    outputs = {}
+    for mode in ("--inline", "--local"):
+        out = tmp_path / f"out{mode}.jsonl"
+        done = _evalfarm("score", str(source), "-o", str(out), mode, "--workers", "2", timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs[mode] = [comparable(json.loads(line)) for line in out.read_text().splitlines()]
+    assert outputs["--local"] == outputs["--inline"]
+    assert len(outputs["--local"]) == len(jobs) + 1
+    assert outputs["--local"][-1]["status"] == "invalid_job"
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = {int(c) for c in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo.extend(children - found)
+            found |= children
+    return found
+
+
+def test_up_serves_a_farm_and_stops_everything_it_started() -> None:
+    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "1"]
+    up = subprocess.Popen(command, cwd=ROOT, env=worker_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert up.stdout is not None
+        broker_line = up.stdout.readline()
+        metrics_line = up.stdout.readline()
+        assert broker_line.startswith("broker:  redis://127.0.0.1:"), broker_line
+        assert metrics_line.startswith("metrics: "), metrics_line
+        url = broker_line.split()[1]
+        with Farm(settings=farm_support.client_settings(url), progress=False) as client:
+            jobs = farm_support.sleepy_jobs(10, 0.01)
+            farm_support.assert_each_once(jobs, client.score(jobs))
+        started = _descendants(up.pid)
+        assert len(started) >= 3  # redis, the node, its pool child
+        up.send_signal(signal.SIGTERM)
+        assert up.wait(60) == 0
+        time.sleep(0.2)
+        assert not [pid for pid in started if Path(f"/proc/{pid}").exists()]
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+        if up.stdout is not None:
+            up.stdout.close()

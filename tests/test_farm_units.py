@@ -1,0 +1,252 @@
+"""The farm's pieces that need no server: settings, Celery config, chunking, the batch, the task body."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+import pytest
+
+from broker.app import celery_config, transport_options
+from broker.batch import Batch
+from broker.chunking import plan_chunks
+from broker.errors import ConfigError
+from broker.result import INFRA_CODE, INFRA_STATUS, Result, infra_result
+from broker.settings import Settings
+from workers.options import cpu_list
+
+
+def settings(**values: object) -> Settings:
+    """Settings from `values` only, whatever EVALFARM_* the test process has."""
+    return Settings(_env_prefix="EVALFARM_UNIT_UNUSED_", **values)  # type: ignore[call-arg]
+
+
+# --- settings and the Celery configuration ---------------------------------------------------------
+
+
+def test_settings_read_evalfarm_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALFARM_BROKER_URL", "redis://127.0.0.1:1/0")
+    monkeypatch.setenv("EVALFARM_CONCURRENCY", "3")
+    monkeypatch.setenv("EVALFARM_EXTRA_ENVS", json.dumps({"x": "mod:Cls"}))
+    monkeypatch.setenv("EVALFARM_ENV_QUEUES", json.dumps({"weight_edits": "minatar", "call": "elm"}))
+    loaded = Settings()
+    assert loaded.broker_url == "redis://127.0.0.1:1/0"
+    assert loaded.backend_url == loaded.broker_url
+    assert loaded.concurrency == 3
+    assert loaded.extra_envs == {"x": "mod:Cls"}
+    assert loaded.queues == ["code", "minatar", "elm"]
+    assert loaded.queue_for("call") == "elm" and loaded.queue_for("program") == "code"
+    assert loaded.queue_for(None) == "code"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"task_soft_time_limit_s": 10, "task_hard_time_limit_s": 10},
+        {"task_hard_time_limit_s": 2000, "visibility_timeout_s": 1500},
+        {"batch_deadline_s": 100_000, "result_expires_s": 50_000},
+    ],
+)
+def test_settings_refuse_limits_that_run_a_task_twice_or_lose_results(values: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        settings(**values)
+
+
+def test_celery_config_carries_the_reliability_settings() -> None:
+    farm = settings(broker_url="redis://127.0.0.1:1/0", worker_lost_wait_s=1.5)
+    config = celery_config(farm)
+    assert config["task_acks_late"] is True
+    assert config["worker_prefetch_multiplier"] == 1
+    assert config["task_reject_on_worker_lost"] is True and config["task_retry_on_worker_lost"] is True
+    assert config["accept_content"] == ["json"] and config["task_serializer"] == "json"
+    assert config["result_accept_content"] == ["json"]
+    assert config["task_time_limit"] < transport_options(farm)["visibility_timeout"]
+    assert config["task_soft_time_limit"] < config["task_time_limit"]
+    assert config["result_expires"] > farm.batch_deadline_s
+    assert config["worker_lost_wait"] == 1.5
+    assert config["broker_transport"] == "broker.transport:Transport"
+    assert transport_options(farm)["health_check_interval"] == farm.health_check_interval_s
+    queues = {q.name: q.routing_key for q in config["task_queues"]}
+    assert queues == {"code": "code", "minatar": "minatar"}  # each queue its own route
+
+
+def test_celery_config_needs_a_broker() -> None:
+    with pytest.raises(ConfigError):
+        celery_config(settings())
+
+
+def test_the_task_retry_bound_comes_from_settings() -> None:
+    from broker.app import make_app
+    from tasks import register
+
+    farm = settings(broker_url="redis://127.0.0.1:1/0", worker_lost_retries=4)
+    task = register(make_app(farm), farm)
+    assert task.max_retries == 4 and task.default_retry_delay == 0
+
+
+# --- chunking ------------------------------------------------------------------------------------------
+
+
+def program_jobs(n: int) -> list[dict[str, object]]:
+    return [{"id": f"p{i}", "env": "program", "code": "pass"} for i in range(n)]
+
+
+@pytest.mark.parametrize("n_jobs", [2000, 4096, 50_000])
+@pytest.mark.parametrize("processes", [2, 8, 64])
+def test_chunks_keep_overhead_low_and_the_pool_busy(n_jobs: int, processes: int) -> None:
+    farm = settings()
+    jobs = program_jobs(n_jobs)
+    chunks = plan_chunks(jobs, farm, processes)
+    assert sorted(i for c in chunks for i in c.indices) == list(range(n_jobs))
+    assert len(chunks) >= farm.messages_per_process * processes
+    work = n_jobs * farm.job_cost_s("program")
+    overhead = len(chunks) * farm.message_overhead_s
+    if n_jobs * farm.job_cost_s("program") >= 4 * processes * 0.03:  # a batch big enough for both goals
+        assert overhead / work < 0.10
+
+
+def test_small_batches_favour_balance_and_expensive_jobs_ride_alone() -> None:
+    farm = settings()
+    assert len(plan_chunks(program_jobs(10), farm, 2)) == 10  # at least 4 per process: one job each
+    edits = [{"id": f"w{i}", "env": "weight_edits"} for i in range(6)]
+    chunks = plan_chunks(edits, farm, 2)
+    assert [c.indices for c in chunks] == [(i,) for i in range(6)]
+    assert {c.queue for c in chunks} == {"minatar"}
+
+
+def test_chunks_follow_the_queues_and_the_size_cap() -> None:
+    farm = settings(max_chunk_jobs=5)
+    jobs = [*program_jobs(100), {"id": "w", "env": "weight_edits"}]
+    chunks = plan_chunks(jobs, farm, 1)
+    assert max(len(c.indices) for c in chunks) <= 5
+    assert [c.indices for c in chunks if c.queue == "minatar"] == [(100,)]
+
+
+# --- the batch: de-dup and infra marking --------------------------------------------------------------
+
+
+def test_batch_sends_identical_jobs_once_and_answers_every_position() -> None:
+    job = {"id": "a", "env": "program", "code": "pass"}
+    other = {"id": "a", "env": "program", "code": "print(1)"}  # same id, different job: kept apart
+    batch = Batch([job, dict(job), other, 7])
+    assert batch.unique == [job, other, 7]
+    batch.answer(
+        [0, 1, 2], [{"id": "a", "status": "ok"}, {"id": "a", "status": "wrong_answer"}, {"id": None}]
+    )
+    answered = dict(batch.drain())
+    assert sorted(answered) == [0, 1, 2, 3]
+    assert answered[0]["status"] == answered[1]["status"] == "ok" and answered[0] is not answered[1]
+    assert answered[2]["status"] == "wrong_answer"
+
+
+def test_batch_keeps_the_first_answer_of_a_job_delivered_twice() -> None:
+    batch = Batch(program_jobs(2))
+    batch.answer([0, 1], [{"id": "p0", "status": "ok"}, {"id": "p1", "status": "ok"}])
+    batch.answer([0], [{"id": "p0", "status": "timeout"}])
+    batch.fail([1], "late failure")
+    answered = dict(batch.drain())
+    assert [answered[0]["status"], answered[1]["status"]] == ["ok", "ok"]
+    assert batch.stats.duplicates == 2
+
+
+def test_batch_turns_missing_or_mismatched_answers_into_infra_errors() -> None:
+    batch = Batch(program_jobs(3))
+    batch.answer([0, 1, 2], [{"id": "p0", "status": "ok"}, {"id": "zzz", "status": "ok"}])
+    answered = dict(batch.drain())
+    assert answered[0]["infra"] is False
+    assert answered[1].is_infra and answered[2].is_infra
+    assert batch.stats.infra_errors == 2
+
+
+def test_infra_results_carry_no_reward_and_the_contract_code() -> None:
+    from sandbox import Status
+
+    assert Status.INFRA_ERROR.value == INFRA_STATUS
+    assert Status.INFRA_ERROR.code == INFRA_CODE
+    result = infra_result({"id": "x", "env": "program"}, "boom")
+    assert isinstance(result, Result) and result.is_infra and result["infra"] is True
+    assert result.reward is None and result["code"] == 6 and result.id == "x"
+
+
+# --- the task body -------------------------------------------------------------------------------------
+
+
+def test_malformed_messages_yield_what_jobs_they_hold() -> None:
+    from tasks import jobs_of
+
+    assert jobs_of(([{"id": "a"}],), {}, "t") == [{"id": "a"}]
+    assert jobs_of((), {"jobs": [1]}, "t") == [1]
+    assert jobs_of(({"id": "a"},), {}, "t") == [{"id": "a"}]
+    assert jobs_of(("text",), {}, "t") == []
+    assert jobs_of((), {}, "t") == []
+
+
+def test_score_jobs_answers_bad_jobs_and_stamps_timing() -> None:
+    from tasks import score_jobs
+
+    results = score_jobs([{"id": "a", "env": "nope"}, 5], sent_at=0.0, attempt=2)
+    assert [(r["id"], r["status"]) for r in results] == [("a", "invalid_job"), (None, "invalid_job")]
+    assert all(r["attempt"] == 2 and r["queued_s"] > 0 and "run_s" in r for r in results)
+
+
+def test_score_jobs_answers_the_rest_as_infra_error_past_the_soft_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    import tasks.chunk
+
+    calls = []
+
+    def slow(job: object, ctx: object) -> dict[str, object]:
+        calls.append(job)
+        if len(calls) == 2:
+            raise SoftTimeLimitExceeded()
+        return {"id": "j0", "env": "program", "status": "ok"}
+
+    monkeypatch.setattr(tasks.chunk, "score_job", slow)
+    results = tasks.chunk.score_jobs([{"id": f"j{i}", "env": "program"} for i in range(3)], None)
+    assert [r["status"] for r in results] == ["ok", "infra_error", "infra_error"]
+    assert [r["id"] for r in results[1:]] == ["j1", "j2"]
+
+
+# --- command-line helpers and import cost ------------------------------------------------------------
+
+
+def test_cpu_lists_parse_like_taskset() -> None:
+    assert cpu_list("0,2,4-6") == [0, 2, 4, 5, 6]
+    with pytest.raises(argparse.ArgumentTypeError):
+        cpu_list("a-b")
+
+
+def test_node_plan_pins_children_round_robin_and_offsets_slots() -> None:
+    from workers.node import plan_node
+
+    plan = plan_node(settings(cpus=[0], concurrency=3, slot_base=10))
+    assert [plan.cpu_of(i) for i in range(3)] == [0, 0, 0]
+    assert [plan.slot_of(i) for i in range(3)] == [10, 11, 12]
+    assert plan.queues == ("code", "minatar")
+    with pytest.raises(ValueError):
+        plan_node(settings(cpus=[10_000]))
+
+
+def test_the_client_is_cheap_to_import() -> None:
+    """A training process imports the client without envs, numpy, MinAtar or even Celery."""
+    code = (
+        "import sys, broker, broker.client; "
+        "heavy = ('envs', 'numpy', 'minatar', 'celery', 'sandbox', 'tasks'); "
+        "print([m for m in heavy if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_building_a_farm_client_still_imports_no_envs() -> None:
+    code = (
+        "import sys; from broker import Farm; Farm('redis://127.0.0.1:9/0', progress=False); "
+        "print([m for m in ('envs', 'numpy', 'minatar', 'sandbox', 'tasks') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
