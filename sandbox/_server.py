@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from sandbox import _landlock, _linux, _protocol, _rootfs, _runner, _seccomp
+from sandbox import _cgroups, _landlock, _linux, _protocol, _rootfs, _runner, _seccomp
 from sandbox.status import Status
 
 log = logging.getLogger("evalfarm.sandbox.server")
@@ -44,6 +44,7 @@ class Server:
         self.landlock_abi = 0
         self.baseline_address_space = 0
         self.pid_ns_fd = -1
+        self.cgroups: _cgroups.SlotCgroups | None = None
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -60,6 +61,7 @@ class Server:
         self.baseline_address_space = _address_space()
         self._enter_namespaces()
         self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        self._setup_cgroups()
         _rootfs.build(self.config["python_dirs"], keep_host_proc=self.user_namespace)
         self.layers["filesystem"] = "on (read-only skeleton root, private /proc and /tmp per run)"
         self._setup_seccomp()
@@ -83,6 +85,13 @@ class Server:
             self.layers["user"] = f"on (uid {self.uid} for this slot)"
         socket.sethostname("sandbox")
         self.layers["namespaces"] = "on (pid and ipc per run; mount, net, uts per slot; no network)"
+
+    def _setup_cgroups(self) -> None:
+        if self.user_namespace:
+            self.layers["cgroups"] = "off (not root: no writable hierarchy)"
+            return
+        self.cgroups, reason = _cgroups.create(f"evalfarm-slot-{self.uid}")
+        self.layers["cgroups"] = f"on ({self.cgroups.description})" if self.cgroups else f"off ({reason})"
 
     def _setup_seccomp(self) -> None:
         if _seccomp.supported():
@@ -126,7 +135,10 @@ class Server:
             "address_space_bytes": self.baseline_address_space + (limits["memory_mb"] << 20),
             "call": request.get("call"),
             "max_fd": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            "cgroup_fds": self.cgroups.procs_fds if self.cgroups else [],
         }
+        if self.cgroups:
+            self.cgroups.prepare(limits["memory_mb"], limits["workdir_mb"], limits["processes"])
         pipes = [os.pipe() for _ in range(4)]  # stdin, stdout, stderr, result
         child_ends = (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1])
         _linux.unshare(_linux.CLONE_NEWPID)
@@ -139,6 +151,7 @@ class Server:
             os.close(fd)
         supervisor = _Supervision(pid, limits, started, is_call=bool(plan["call"]))
         supervisor.pump(stdin, pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0])
+        supervisor.oom_killed = bool(self.cgroups and self.cgroups.oom_killed())
         return supervisor.result(), [bytes(supervisor.stdout), bytes(supervisor.stderr)]
 
 
@@ -156,6 +169,7 @@ class _Supervision:
         self.outcome_text = bytearray()
         self.truncated = {"stdout": False, "stderr": False}
         self.killed_for: str | None = None
+        self.oom_killed = False
         self.wait_status = 0
         self.rusage: Any = None
         self.wall_s = 0.0
@@ -288,6 +302,11 @@ def _classify(
         return Status.TIMEOUT, f"CPU limit of {limits['cpu_s']} s exceeded"
     if outcome.get("exception") == "MemoryError":
         return Status.MEMORY_LIMIT, f"memory limit of {limits['memory_mb']} MB exceeded (MemoryError)"
+    if run.oom_killed and (signum or exit_code):
+        return (
+            Status.MEMORY_LIMIT,
+            f"memory limit of {limits['memory_mb']} MB exceeded (killed by the cgroup)",
+        )
     if "value_too_large" in outcome:
         return Status.OUTPUT_LIMIT, f"returned value of {outcome['value_too_large']} bytes is over the cap"
     if signum is not None:

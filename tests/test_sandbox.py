@@ -18,8 +18,17 @@ def sandbox():
 
 
 def test_every_layer_is_reported_on(sandbox: Sandbox) -> None:
-    assert set(sandbox.layers) >= {"user", "namespaces", "filesystem", "seccomp", "landlock", "rlimits"}
-    assert all(state.startswith("on") for state in sandbox.layers.values()), sandbox.layers
+    assert set(sandbox.layers) >= {
+        "user",
+        "namespaces",
+        "filesystem",
+        "seccomp",
+        "landlock",
+        "rlimits",
+        "cgroups",
+    }
+    required = {name: state for name, state in sandbox.layers.items() if name != "cgroups"}
+    assert all(state.startswith("on") for state in required.values()), sandbox.layers
     assert "seccomp on" in sandbox.status_line
 
 
@@ -72,6 +81,28 @@ def test_memory_error_under_the_cap_is_a_memory_limit(sandbox: Sandbox) -> None:
         sandbox.run("x = bytearray(50 << 20); print(len(x))", limits=Limits(memory_mb=100)).status
         is Status.OK
     )
+
+
+def test_memory_of_a_whole_run_is_capped_when_cgroups_are_on(sandbox: Sandbox) -> None:
+    if not sandbox.layers["cgroups"].startswith("on"):
+        pytest.skip(f"cgroups {sandbox.layers['cgroups']}")
+    code = (  # three children of 150 MB each: every process is under the cap, the run is not
+        "import os, time\n"
+        "def child():\n"
+        "    x = bytearray(150 << 20)\n"
+        "    for i in range(0, len(x), 4096): x[i] = 1\n"
+        "    time.sleep(0.5)\n"
+        "    os._exit(0)\n"
+        "children = []\n"
+        "for _ in range(3):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0: child()\n"
+        "    children.append(pid)\n"
+        "for pid in children: assert os.waitpid(pid, 0)[1] == 0\n"
+    )
+    result = sandbox.run(code, limits=Limits(memory_mb=300))
+    assert result.status is Status.MEMORY_LIMIT, (result.error, result.stderr[-300:])
+    assert sandbox.run(code, limits=Limits(memory_mb=1000)).status is Status.OK
 
 
 def test_costs_are_reported(sandbox: Sandbox) -> None:

@@ -1,0 +1,124 @@
+"""Memory and pids cgroups for one slot's runs, where a writable hierarchy exists (v1 or v2).
+
+RLIMIT_AS caps each process, not a run: a program may fork `processes` children each using the
+full cap. The slot's memory cgroup caps the whole run, its pids cgroup counts threads too, and the
+kernel's OOM kills inside it tell a memory verdict apart from a crash. The fork server keeps file
+descriptors on the control files, so they still work after it pivots into its skeleton root.
+"""
+
+from __future__ import annotations
+
+import os
+
+_SLACK_MB = 64  # the interpreter's own pages a run dirties on top of the program's memory
+
+
+class SlotCgroups:
+    """The cgroup(s) runs of one slot join; one limit write per change, not per run."""
+
+    def __init__(self, version: int, memory_dir: str, pids_dir: str) -> None:
+        self.version = version
+        self.description = f"v{version} memory+pids ({memory_dir})"
+        names = {1: ("memory.limit_in_bytes", "memory.oom_control"), 2: ("memory.max", "memory.events")}
+        limit_name, events_name = names[version]
+        self._memory_limit = os.open(f"{memory_dir}/{limit_name}", os.O_WRONLY | os.O_CLOEXEC)
+        self._events = os.open(f"{memory_dir}/{events_name}", os.O_RDONLY | os.O_CLOEXEC)
+        self._pids_limit = os.open(f"{pids_dir}/pids.max", os.O_WRONLY | os.O_CLOEXEC)
+        dirs = {memory_dir, pids_dir}
+        self.procs_fds = [os.open(f"{d}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in sorted(dirs)]
+        if version == 2:
+            _write_if_present(f"{memory_dir}/memory.swap.max", "0")
+        self._limits: tuple[int, int] | None = None
+        self._oom_kills = 0
+
+    def prepare(self, memory_mb: int, workdir_mb: int, processes: int) -> None:
+        """Set the limits for the next run (tmpfs pages count as memory) and note the OOM count."""
+        limits = ((memory_mb + workdir_mb + _SLACK_MB) << 20, processes + 8)
+        if limits != self._limits:
+            os.pwrite(self._memory_limit, str(limits[0]).encode(), 0)
+            os.pwrite(self._pids_limit, str(limits[1]).encode(), 0)
+            self._limits = limits
+        self._oom_kills = self._read_oom_kills()
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel OOM-killed a process of the slot since `prepare`."""
+        return self._read_oom_kills() > self._oom_kills
+
+    def _read_oom_kills(self) -> int:
+        text = os.pread(self._events, 4096, 0).decode()
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+
+def create(name: str) -> tuple[SlotCgroups | None, str]:
+    """The slot's cgroups, or None and the reason they are off."""
+    mounts = _cgroup_mounts()
+    own = _own_cgroups()
+    try:
+        if "memory" in mounts and "pids" in mounts:
+            memory_dir = _make(mounts["memory"] + own.get("memory", "/"), name)
+            pids_dir = _make(mounts["pids"] + own.get("pids", "/"), name)
+            return SlotCgroups(1, memory_dir, pids_dir), ""
+        if "unified" in mounts:
+            return _create_v2(mounts["unified"], name), ""
+    except OSError as error:
+        return None, f"no writable hierarchy ({error.strerror}: {error.filename})"
+    return None, "no memory and pids controllers mounted"
+
+
+def _create_v2(root: str, name: str) -> SlotCgroups:
+    """Under an `evalfarm` cgroup at the root: the root is exempt from the no-internal-processes rule."""
+    with open(f"{root}/cgroup.controllers") as handle:
+        controllers = handle.read().split()
+    if not {"memory", "pids"} <= set(controllers):
+        raise OSError(0, "memory and pids controllers not available", root)
+    _write(f"{root}/cgroup.subtree_control", "+memory +pids")
+    parent = _make(root, "evalfarm")
+    _write(f"{parent}/cgroup.subtree_control", "+memory +pids")
+    slot = _make(parent, name)
+    return SlotCgroups(2, slot, slot)
+
+
+def _cgroup_mounts() -> dict[str, str]:
+    """controller -> mount point (v1), and "unified" -> the v2 mount point."""
+    found: dict[str, str] = {}
+    with open("/proc/self/mounts") as mounts:
+        for line in mounts:
+            _, mount_point, fstype, options = line.split()[:4]
+            if fstype == "cgroup2":
+                found.setdefault("unified", mount_point)
+            elif fstype == "cgroup":
+                for option in options.split(","):
+                    if option in ("memory", "pids"):
+                        found[option] = mount_point
+    return found
+
+
+def _own_cgroups() -> dict[str, str]:
+    """controller -> this process's cgroup path in that v1 hierarchy."""
+    own: dict[str, str] = {}
+    with open("/proc/self/cgroup") as cgroups:
+        for line in cgroups:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for controller in controllers.split(","):
+                own[controller] = path.rstrip("/")
+    return own
+
+
+def _make(parent: str, name: str) -> str:
+    path = f"{parent}/{name}"
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def _write_if_present(path: str, text: str) -> None:
+    if os.path.exists(path):
+        _write(path, text)
