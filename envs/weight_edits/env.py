@@ -1,7 +1,8 @@
 """The `weight_edits` env: a weight-edit answer graded in MinAtar, identical to the reference grader.
 
-Job fields: `game`, `answer`, `episodes` (default 1000), `source` (default `original`), and
-optionally `episode_range` ([start, stop), set by `split_job`). Grading runs in the worker process,
+Job fields: `game`, `answer` (or `trajectory`, whose last assistant message is the answer),
+`episodes` (default 1000), `source` (default `original`), and optionally `episode_range`
+([start, stop), set by `split_job`). Grading runs in the worker process,
 not the sandbox: the edits are parsed as data and never executed, and a cooperative deadline built
 from the job's `wall_s` and `cpu_s` stops a grade that runs too long with status `timeout`.
 """
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from envs.base import Context, Env, InvalidJob
+from envs.trajectory import assistant_answer
 from envs.weight_edits import games, grading, reference
 from envs.weight_edits.deadline import Deadline, GradeTimeout
 from sandbox import Limits, Status
@@ -59,9 +61,16 @@ def _game_and_source(job: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _answer(job: Mapping[str, Any]) -> str:
-    answer = job.get("answer")
+    answer: Any
+    if "answer" not in job and "trajectory" in job:
+        try:
+            answer = assistant_answer(job["trajectory"])
+        except (AttributeError, TypeError) as error:
+            raise InvalidJob(f"trajectory: not in the steps/messages format: {error}") from None
+    else:
+        answer = job.get("answer")
     if not isinstance(answer, str):
-        raise InvalidJob("answer: required, a string")
+        raise InvalidJob("answer: required, a string (or give `trajectory`)")
     if len(answer) > MAX_ANSWER_CHARS:
         raise InvalidJob(f"answer: longer than {MAX_ANSWER_CHARS} characters")
     return answer
