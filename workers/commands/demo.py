@@ -1,0 +1,96 @@
+"""`evalfarm demo`: the main job end to end on an embedded farm, with a summary table.
+
+Scores HumanEval canonical and corrupted completions, a few CodeContests problems, ELM calls,
+weight-edit answers and a handful of hostile programs (whichever of those envs are registered), then
+prints jobs by env and status, throughput and latency percentiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the `demo` subcommand."""
+    parser = subparsers.add_parser(
+        "demo",
+        help="score a demo batch of every env on an embedded farm and print a summary",
+        description="Start an embedded farm (Redis and workers on this machine), score a demo batch "
+        "of every registered env, print a summary table and stop the farm.",
+    )
+    parser.add_argument("--workers", type=int, metavar="N", help="pool processes (default: one per CPU)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the batch, score it on an embedded farm, print the summary; 1 if the farm failed a job."""
+    from broker.client import Farm
+    from envs import env_ids
+    from workers.demo_jobs import demo_batch
+    from workers.embedded import EmbeddedFarm
+
+    jobs = demo_batch(env_ids())
+    print(f"evalfarm demo: {len(jobs)} jobs over envs {', '.join(sorted({j['env'] for j in jobs}))}")
+    print("starting an embedded farm (Redis and a worker node on this machine)...", flush=True)
+    with EmbeddedFarm(workers=args.workers) as embedded:
+        processes = embedded.wait_ready(60)
+        with Farm(embedded.broker_url, progress=not args.no_progress) as farm:
+            started = time.perf_counter()
+            results = farm.score(jobs)
+            elapsed = time.perf_counter() - started
+            stats = farm.last_stats
+    print(highlights(results))
+    print(summary(results, elapsed, processes, stats.messages))
+    return 1 if any(result.is_infra for result in results) else 0
+
+
+def highlights(results: Sequence[dict[str, Any]]) -> str:
+    """What became of the hostile programs and the weight-edit answers, one line each."""
+    lines = ["", "hostile programs (each must be contained: a status, never a farm failure):"]
+    lines += [f"  {r['id']:<32} {r['status']}" for r in results if str(r.get("id")).startswith("hostile-")]
+    edits = [r for r in results if r.get("env") == "weight_edits"]
+    if edits:
+        lines.append("weight-edit answers:")
+        lines += [f"  {r['id']:<32} {r['status']:<13} reward {r.get('reward')}" for r in edits]
+    return "\n".join(lines)
+
+
+def summary(results: Sequence[dict[str, Any]], elapsed_s: float, processes: int, messages: int) -> str:
+    """The table of jobs by env and status, then throughput, latency and infra errors."""
+    counts = Counter((r.get("env"), r.get("status")) for r in results)
+    width = max([len(str(env)) for env, _ in counts] + [3])
+    lines = ["", f"{'env':<{width}}  {'status':<13} {'jobs':>5}", f"{'-' * width}  {'-' * 13} {'-' * 5}"]
+    for (env, status), count in sorted(counts.items(), key=lambda item: (str(item[0][0]), str(item[0][1]))):
+        lines.append(f"{env!s:<{width}}  {status!s:<13} {count:>5}")
+    latencies = sorted(float(r["latency_s"]) for r in results if r.get("latency_s") is not None)
+    run_times = sorted(float(r["run_s"]) for r in results if isinstance(r.get("run_s"), int | float))
+    infra = sum(1 for r in results if r.get("status") == "infra_error")
+    lines += [
+        "",
+        f"{len(results)} jobs in {elapsed_s:.2f} s on {processes} worker processes: "
+        f"{len(results) / max(elapsed_s, 1e-9):.1f} jobs/s, {messages} messages",
+        f"latency (batch start to result): p50 {percentile(latencies, 50):.3f} s, "
+        f"p99 {percentile(latencies, 99):.3f} s",
+        f"run time per job: p50 {percentile(run_times, 50):.3f} s, p99 {percentile(run_times, 99):.3f} s",
+        f"infra errors: {infra}",
+    ]
+    return "\n".join(lines)
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-th percentile (nearest rank) of already sorted values; nan when there are none."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+if __name__ == "__main__":  # pragma: no cover - run through `evalfarm demo`
+    sys.exit(run(argparse.Namespace(workers=None, no_progress=False)))
