@@ -6,7 +6,6 @@ connect, and (ABI 6+) signals and abstract UNIX sockets that would reach outside
 
 from __future__ import annotations
 
-import ctypes
 import os
 import struct
 
@@ -84,6 +83,6 @@ def _add_rule(ruleset: int, path: str, rights: int) -> None:
     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     try:
         rule = struct.pack("=Qi", rights, fd)
-        _linux.syscall(_linux.NR_LANDLOCK_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0)
+        _linux.syscall(_linux.NR_LANDLOCK_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, 0)
     finally:
         os.close(fd)

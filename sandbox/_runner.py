@@ -192,7 +192,7 @@ def _fresh_stdio() -> None:
     sys.stderr = io.TextIOWrapper(
         io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True
     )
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
 
 
 def _print_exception(error: BaseException, skip_frames: int) -> None:
@@ -214,7 +214,7 @@ def _finish_threads() -> None:
     threading = sys.modules.get("threading")
     try:
         if threading is not None:
-            threading._shutdown()  # type: ignore[attr-defined]
+            threading._shutdown()
         atexit._run_exitfuncs()
     except BaseException as error:
         _print_exception(error, skip_frames=0)
