@@ -193,6 +193,28 @@ def test_a_grade_past_its_limit_times_out(limit: str, game: str) -> None:
     assert limit.split("_")[0] in result["error"].lower().replace("wall-clock", "wall")
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "b1[0] = " + "-" * 20_000 + "1",
+        "b1[0] = " + "1+" * 20_000 + "1",
+        "b1[" + "(" * 500 + "0" + ")" * 500 + "] = 1",
+    ],
+)
+def test_answers_past_the_parsers_limits_are_parse_errors(body: str) -> None:
+    # The reference crashes on these; here they are a parse error with a message, never a crash.
+    result = score_job(
+        {"id": "deep", "env": "weight_edits", "game": "breakout", "answer": f"```edits\n{body}\n```"},
+        Context(),
+    )
+    assert (result["status"], result["reward"], result["metadata"]["parse_success"]) == (
+        "parse_error",
+        0.0,
+        0.0,
+    )
+    assert result["error"] and result["error"] == result["metadata"]["error"]
+
+
 def test_envs_import_no_queue_or_metrics_code() -> None:
     script = (
         "import sys, envs.weight_edits\n"

@@ -1,7 +1,7 @@
 """Weight-edit answers graded in MinAtar, identical to seed 004's grader, fast and splittable."""
 
 from envs.weight_edits.edits import TENSOR_SHAPES, apply_edits
-from envs.weight_edits.env import MAX_ANSWER_CHARS, MAX_EPISODES, WeightEditsEnv
+from envs.weight_edits.env import MAX_ANSWER_CHARS, MAX_EPISODES, WeightEditsEnv, WeightEditsJob, parse_job
 from envs.weight_edits.games import GAMES
 from envs.weight_edits.grading import grade_answer
 from envs.weight_edits.split import merge_results, split_job
@@ -12,8 +12,10 @@ __all__ = [
     "MAX_EPISODES",
     "TENSOR_SHAPES",
     "WeightEditsEnv",
+    "WeightEditsJob",
     "apply_edits",
     "grade_answer",
     "merge_results",
+    "parse_job",
     "split_job",
 ]

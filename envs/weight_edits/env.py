@@ -9,6 +9,7 @@ from the job's `wall_s` and `cpu_s` stops a grade that runs too long with status
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -76,6 +77,30 @@ def _answer(job: Mapping[str, Any]) -> str:
     return answer
 
 
+@dataclasses.dataclass(frozen=True)
+class WeightEditsJob:
+    """A validated `weight_edits` job; `episodes` is the whole job's count, `selected` what to play."""
+
+    game: str
+    source: str
+    answer: str
+    episodes: int
+    episode_range: range | None
+
+    @property
+    def selected(self) -> range:
+        """The episodes this job plays: its range, else all of them."""
+        return self.episode_range or range(self.episodes)
+
+
+def parse_job(job: Mapping[str, Any]) -> WeightEditsJob:
+    """The job's fields, validated; InvalidJob naming the first bad field."""
+    game, source = _game_and_source(job)
+    answer = _answer(job)
+    episodes = _episodes(job)
+    return WeightEditsJob(game, source, answer, episodes, _episode_range(job, episodes))
+
+
 class WeightEditsEnv(Env):
     """Grades weight-edit answers in MinAtar as seed 004's `grade_answer` does."""
 
@@ -88,34 +113,28 @@ class WeightEditsEnv(Env):
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Grade the job's answer; `reward` is the reference's normalized score."""
         deadline = Deadline(limits.wall_s, limits.cpu_s)
-        game, source = _game_and_source(job)
-        answer = _answer(job)
-        episodes = _episodes(job)
-        selected = _episode_range(job, episodes)
-        parsed = grading.parse(answer)
-        metadata = grading.base_metadata(game, source, episodes)
+        spec = parse_job(job)
+        metadata = grading.base_metadata(spec.game, spec.source, spec.episodes)
+        parsed = grading.parse(spec.answer)
         if isinstance(parsed, str):
             return _result(Status.PARSE_ERROR, 0.0, {**metadata, "error": parsed}, parsed)
         try:
-            played = grading.play(game, source, parsed.weights, selected or range(episodes), deadline)
+            played = grading.play(spec.game, spec.source, parsed.weights, spec.selected, deadline)
             scores = [score for score, _ in played]
             lengths = [length for _, length in played]
-            reward, metadata = grading.summarize(game, source, episodes, parsed, scores, lengths)
-        except GradeTimeout as error:
-            return _result(
-                Status.TIMEOUT, 0.0, {**metadata, "parse_success": 1.0, "error": str(error)}, str(error)
+            reward, metadata = grading.summarize(
+                spec.game, spec.source, spec.episodes, parsed, scores, lengths
             )
+        except GradeTimeout as error:
+            timed_out = {**metadata, "parse_success": 1.0, "error": str(error)}
+            return _result(Status.TIMEOUT, 0.0, timed_out, str(error))
         except grading.PARSE_ERRORS as error:  # the game failed: the reference grades it 0 with this text
             return _result(Status.RUNTIME_ERROR, 0.0, {**metadata, "error": str(error)}, str(error))
         result = _result(Status.OK, reward, metadata, None)
-        if selected is not None:
-            result.update(
-                {
-                    "episode_range": [selected.start, selected.stop],
-                    "episode_scores": scores,
-                    "episode_lengths": lengths,
-                }
-            )
+        if spec.episode_range is not None:
+            # A part of a split job: the merge needs every episode's values, not only the means.
+            bounds = [spec.episode_range.start, spec.episode_range.stop]
+            result.update({"episode_range": bounds, "episode_scores": scores, "episode_lengths": lengths})
         return result
 
 

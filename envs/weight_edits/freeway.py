@@ -109,13 +109,12 @@ class _Block:
         back = np.where(self.speed > 0, self.x - 1, self.x + 1)
         return np.where(back < 0, 9, np.where(back > 9, 0, back))
 
-    def features(self, row: int) -> list[int]:
-        """Active flat observation indices of one episode (for a cache miss)."""
-        trails = self.trails()[row]
-        active = [(int(self.pos[row]) * 10 + 4) * 6]
-        for car in range(_CARS):
-            active.append((int(_CAR_ROWS[car]) * 10 + int(self.x[row, car])) * 6 + 1)
-            active.append((int(_CAR_ROWS[car]) * 10 + int(trails[car])) * 6 + 4)
+    def features(self, trails: np.ndarray) -> np.ndarray:
+        """Active flat observation indices of every episode: chicken, then cars, then trails."""
+        active = np.empty((len(self.pos), 1 + 2 * _CARS), dtype=np.intp)
+        active[:, 0] = (self.pos * 10 + 4) * 6
+        active[:, 1 : 1 + _CARS] = (_CAR_ROWS * 10 + self.x) * 6 + 1
+        active[:, 1 + _CARS :] = (_CAR_ROWS * 10 + trails) * 6 + 4
         return active
 
     def sticky_uniforms(self) -> np.ndarray:
@@ -176,21 +175,25 @@ class _CodedPolicy:
         """One cdf row per episode of the block."""
         if self.policy.constant is not None:
             return np.asarray(self.policy.constant)[None, :]
-        codes = self._codes(block)
+        trails = block.trails()
+        codes = self._codes(block, trails)
         unique, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
         if len(self.codes) + len(unique) > MAX_CACHE_ENTRIES:
             self.codes.clear()
         rows = np.empty(len(unique), dtype=np.int64)
+        active = None
         for position, code in enumerate(unique.tolist()):
             row = self.codes.get(code)
             if row is None:
+                if active is None:
+                    active = block.features(trails)
                 row = self.codes[code] = len(self.codes)
-                self.table[row] = self.policy.compute(block.features(int(first[position])))
+                self.table[row] = self.policy.compute(active[first[position]])
             rows[position] = row
         return self.table[rows[inverse]]
 
-    def _codes(self, block: _Block) -> np.ndarray:
-        x, trails, pos = block.x, block.trails(), block.pos
+    def _codes(self, block: _Block, trails: np.ndarray) -> np.ndarray:
+        x, pos = block.x, block.pos
         values = np.empty((len(pos), 1 + 2 * _CARS), dtype=np.int64)
         values[:, 0] = np.where(self.chicken[pos], pos + 1, 0)
         values[:, 1 : 1 + _CARS] = np.where(self.cars[self.car_index, x], x + 1, 0)

@@ -38,8 +38,10 @@ def parse(answer: str) -> Parsed | str:
     """The parsed answer, or the reference's error text when it does not parse."""
     try:
         weights, edit_count = apply_edits(answer)
-    except PARSE_ERRORS + UNCAUGHT_PARSE_ERRORS as error:
+    except PARSE_ERRORS as error:
         return str(error)
+    except UNCAUGHT_PARSE_ERRORS as error:  # the parser's own limits (a MemoryError has no text)
+        return str(error) or f"{type(error).__name__}: the edits are too deeply nested"
     return Parsed(weights, edit_count, nonzero_weights(weights))
 
 

@@ -17,9 +17,9 @@ import numpy as np
 from envs.weight_edits.edits import Tensors
 
 OBSERVATION_SIZE = 600
-# Entries kept before the cache is emptied: bounds memory (a key is a few dozen ints, a value six
-# floats) while any realistic answer fits many times over.
-MAX_CACHE_ENTRIES = 100_000
+# Entries kept before the cache is emptied: bounds memory (at most ~1.5 kB an entry, a set of a few
+# dozen ints and six floats, so ~75 MB) while the observations of typical answers fit many times over.
+MAX_CACHE_ENTRIES = 50_000
 
 
 def logits(weights: Tensors, state: np.ndarray) -> np.ndarray:
@@ -56,9 +56,9 @@ _cumulative = np.add.accumulate
 
 
 def observation_vector(active: Iterable[int]) -> np.ndarray:
-    """The float32 observation with ones at the `active` flat indices."""
+    """The float32 observation with ones at the `active` flat indices (repeats allowed)."""
     state = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
-    state[list(set(active))] = 1.0
+    state[active if isinstance(active, np.ndarray) else np.fromiter(active, dtype=np.intp)] = 1.0
     return state
 
 

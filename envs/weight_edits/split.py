@@ -13,14 +13,9 @@ from typing import Any
 
 from envs.base import InvalidJob, make_result
 from envs.weight_edits import grading
-from envs.weight_edits.env import _answer, _episode_range, _episodes, _game_and_source
+from envs.weight_edits.env import parse_job
 from sandbox import Status
 from sandbox.status import worst
-
-
-def _job_range(job: Mapping[str, Any]) -> range:
-    episodes = _episodes(job)
-    return _episode_range(job, episodes) or range(episodes)
 
 
 def split_job(job: Mapping[str, Any], parts: int) -> list[dict[str, Any]]:
@@ -30,9 +25,7 @@ def split_job(job: Mapping[str, Any], parts: int) -> list[dict[str, Any]]:
     the problem and `merge_results` passes that result through.
     """
     try:
-        _game_and_source(job)
-        _answer(job)
-        whole = _job_range(job)
+        whole = parse_job(job).selected
     except InvalidJob:
         return [dict(job)]
     count = max(1, min(parts, len(whole)))
@@ -66,7 +59,7 @@ def merge_results(job: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) 
     if any(result.get("status") != Status.OK.value for result in results):
         return _merge_failed(job, results)
     ordered = sorted(results, key=lambda result: result["episode_range"][0])
-    whole = _job_range(job)
+    whole = parse_job(job).selected
     covered = [bound for result in ordered for bound in result["episode_range"]]
     if covered[0] != whole.start or covered[-1] != whole.stop or covered[1:-1:2] != covered[2:-1:2]:
         raise ValueError(f"the parts do not cover episodes [{whole.start}, {whole.stop}) exactly once")
