@@ -2,10 +2,12 @@
 
 Job fields: `game`, `answer` (or `trajectory`, whose last assistant message is the answer),
 `episodes` (default 1000), `source` (default `original`), and optionally `episode_range`
-([start, stop), set by `split_job`). Grading runs in the worker process,
-not the sandbox: the edits are parsed as data and never executed, and a cooperative deadline built
-from the job's `wall_s` and `cpu_s` stops a grade that runs too long with status `timeout`.
-"""
+([start, stop), set by `split_job`). Caps: `episodes` at most MAX_EPISODES (10,000) and `answer`
+at most MAX_ANSWER_CHARS (1,000,000) characters; beyond them the job is invalid.
+
+Grading runs in the worker process, not the sandbox: the edits are parsed as data and never
+executed, and a cooperative deadline built from the job's `wall_s` and `cpu_s` stops a grade that
+runs too long with status `timeout`."""
 
 from __future__ import annotations
 
