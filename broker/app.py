@@ -13,6 +13,8 @@ from broker.settings import Settings
 # The one task of the farm: score a chunk of jobs. Producers send it by name so they never import
 # the task's module (and with it the envs).
 SCORE_CHUNK = "evalfarm.score_chunk"
+# Rebuilds a split job's result from its parts (weight-edit episode ranges) with the env's merge.
+MERGE_PARTS = "evalfarm.merge_parts"
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:

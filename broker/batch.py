@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from broker.result import Result, from_worker, infra_result
+from broker.sharding import split_parts
 
 
 @dataclasses.dataclass
@@ -24,6 +25,7 @@ class BatchStats:
     messages: int = 0
     duplicates: int = 0
     split_chunks: int = 0
+    split_jobs: int = 0
     infra_errors: int = 0
     elapsed_s: float = 0.0
 
@@ -39,6 +41,10 @@ class Batch:
         self.stats = BatchStats(jobs=len(jobs))
         self._started = time.monotonic()
         self._ready: list[tuple[int, Result]] = []
+        self.parts: dict[int, list[int]] = {}  # a split job -> its parts (extra unique jobs)
+        self._parent: dict[int, int] = {}  # a part -> its job
+        self._part_results: dict[int, Result] = {}
+        self._merges: list[int] = []
         self._group(jobs)
 
     def _group(self, jobs: Sequence[Any]) -> None:
@@ -60,6 +66,30 @@ class Batch:
         self.positions.append([position])
         self.done.append(False)
         return len(self.unique) - 1
+
+    def split(self, episodes_per_part: int) -> None:
+        """Split the long jobs (weight-edit episodes) into parts; their results merge later."""
+        for index in range(len(self.unique)):
+            parts = split_parts(self.unique[index], episodes_per_part)
+            if parts:
+                self.parts[index] = [self._add_part(part, index) for part in parts]
+                self.stats.split_jobs += 1
+
+    def _add_part(self, part: Any, parent: int) -> int:
+        self.unique.append(part)
+        self.positions.append([])
+        self.done.append(False)
+        self._parent[len(self.unique) - 1] = parent
+        return len(self.unique) - 1
+
+    def sendable(self) -> list[int]:
+        """The unique jobs that travel as they are: all but those split into parts."""
+        return [i for i in range(len(self.unique)) if i not in self.parts]
+
+    def take_merges(self) -> list[tuple[int, list[Result]]]:
+        """Split jobs whose parts are all in and fine: (job index, part results) to merge."""
+        merges, self._merges = self._merges, []
+        return [(index, [self._part_results[p] for p in self.parts[index]]) for index in merges]
 
     def answer(self, indices: Sequence[int], results: Sequence[Any]) -> None:
         """Take a chunk's results (one per index, in order); a malformed or missing one is infra."""
@@ -83,12 +113,30 @@ class Batch:
             self.stats.duplicates += 1
             return
         self.done[index] = True
+        if index in self._parent:
+            self._settle_part(index, result)
+            return
         self.stats.infra_errors += result.is_infra * len(self.positions[index])
         latency = round(time.monotonic() - self._started, 6)
         for n, position in enumerate(self.positions[index]):
             copy = result if n == 0 else Result(result)
             copy["latency_s"] = latency
             self._ready.append((position, copy))
+
+    def _settle_part(self, index: int, result: Result) -> None:
+        """Keep a part's result; once all parts are in, merge them (or fail the job, if one failed)."""
+        self._part_results[index] = result
+        parent = self._parent[index]
+        parts = self.parts[parent]
+        if not all(self.done[p] for p in parts):
+            return
+        failed = [self._part_results[p] for p in parts if self._part_results[p].is_infra]
+        if failed:
+            self._settle(
+                parent, infra_result(self.unique[parent], f"a part failed: {failed[0].get('error')}")
+            )
+        else:
+            self._merges.append(parent)
 
     def drain(self) -> Iterator[tuple[int, Result]]:
         """The answers settled since the last drain, as (input position, result)."""

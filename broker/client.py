@@ -103,10 +103,15 @@ class Farm:
         `deadline_s` (default `batch_deadline_s`) unfinished jobs come back as infra_error.
         """
         batch = Batch(jobs)
+        batch.split(self.settings.episodes_per_part)
         run = _Run(self, batch, priority, time.monotonic() + (deadline_s or self.settings.batch_deadline_s))
         bar = _progress_bar(len(jobs), self.progress if progress is None else progress)
         try:
-            run.send(plan_chunks(batch.unique, self.settings, self.processes(), self._cost_of))
+            sendable = batch.sendable()
+            planned = plan_chunks(
+                [batch.unique[i] for i in sendable], self.settings, self.processes(), self._cost_of
+            )
+            run.send(Chunk(c.queue, tuple(sendable[i] for i in c.indices), c.cost_s) for c in planned)
             for index, result in run.collect():
                 bar.update(1)
                 yield index, result
@@ -153,32 +158,48 @@ class _Run:
         self.priority = self.settings.priority_lane if priority else self.settings.background_priority
         self.deadline = deadline
         self.pending: dict[str, Chunk] = {}
+        self.merging: set[str] = set()  # pending task ids that merge a split job's parts
 
     def send(self, chunks: Iterable[Chunk]) -> None:
         """Publish each chunk as one task; a chunk that cannot be published is answered infra_error."""
-        app = self.farm._app
         from broker.app import SCORE_CHUNK
 
-        with app.producer_or_acquire() as producer:
+        with self.farm._app.producer_or_acquire() as producer:
             for chunk in chunks:
-                task_id = f"evalfarm-{uuid.uuid4().hex}"
                 jobs = [self.batch.unique[i] for i in chunk.indices]
-                try:
-                    app.send_task(
-                        SCORE_CHUNK,
-                        args=[jobs],
-                        kwargs={"sent_at": time.time()},
-                        task_id=task_id,
-                        queue=chunk.queue,
-                        priority=self.priority,
-                        producer=producer,
-                    )
-                except Exception as error:
-                    log.error("could not publish a chunk of %d jobs: %s", len(jobs), error)
-                    self.batch.fail(chunk.indices, f"publish failed: {type(error).__name__}: {error}")
-                    continue
-                self.pending[task_id] = chunk
-                self.batch.stats.messages += 1
+                self._publish(SCORE_CHUNK, [jobs], chunk, producer)
+
+    def send_merges(self) -> None:
+        """Ask a worker to merge each split job whose parts are all in."""
+        from broker.app import MERGE_PARTS
+
+        for index, parts in self.batch.take_merges():
+            job = self.batch.unique[index]
+            chunk = Chunk(self.settings.queue_for(job.get("env")), (index,), 0.0)
+            task_id = self._publish(MERGE_PARTS, [job, [dict(p) for p in parts]], chunk, None)
+            if task_id:
+                self.merging.add(task_id)
+
+    def _publish(self, task: str, args: list[Any], chunk: Chunk, producer: Any) -> str | None:
+        """Send one task for `chunk`; its id, or None when publishing failed (then answered)."""
+        task_id = f"evalfarm-{uuid.uuid4().hex}"
+        try:
+            self.farm._app.send_task(
+                task,
+                args=args,
+                kwargs={"sent_at": time.time()},
+                task_id=task_id,
+                queue=chunk.queue,
+                priority=self.priority,
+                producer=producer,
+            )
+        except Exception as error:
+            log.error("could not publish a task for %d jobs: %s", len(chunk.indices), error)
+            self.batch.fail(chunk.indices, f"publish failed: {type(error).__name__}: {error}")
+            return None
+        self.pending[task_id] = chunk
+        self.batch.stats.messages += 1
+        return task_id
 
     def collect(self) -> Iterator[tuple[int, Result]]:
         """Poll the result backend until every job is answered or the deadline passes."""
@@ -190,6 +211,7 @@ class _Run:
                 idle = self.settings.poll_interval_s
                 for task_id, meta in ready:
                     self._settle(task_id, meta)
+                self.send_merges()
                 yield from self.batch.drain()
             else:
                 time.sleep(min(idle, max(0.0, self.deadline - time.monotonic())))
@@ -238,6 +260,14 @@ class _Run:
     def _settle(self, task_id: str, meta: dict[str, Any]) -> None:
         """Take a finished task's results, or decide what to do about its failure."""
         chunk = self.pending.pop(task_id)
+        if task_id in self.merging:
+            self.merging.discard(task_id)
+            merged = meta.get("result")
+            if meta["status"] == _SUCCESS and isinstance(merged, dict):
+                self.batch.answer(chunk.indices, [merged])
+            else:
+                self.batch.fail(chunk.indices, _failure_text(meta))
+            return
         if meta["status"] == _SUCCESS and isinstance(meta.get("result"), list):
             self.farm._learn_costs(r for r in meta["result"] if isinstance(r, dict))
             self.batch.answer(chunk.indices, meta["result"])

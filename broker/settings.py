@@ -67,6 +67,7 @@ class Settings(BaseSettings):
     default_job_cost_s: float = Field(default=0.05, gt=0)
     farm_processes: int | None = Field(default=None, ge=1, description="pool processes of the farm")
     batch_deadline_s: float = Field(default=3600.0, gt=0)
+    episodes_per_part: int = Field(default=250, ge=0, description="split weight edits; 0: never")
     poll_interval_s: float = Field(default=0.02, gt=0)
 
     @model_validator(mode="after")

@@ -30,7 +30,7 @@ class Channel(redis.Channel):
             log.error("dropped a malformed message from the queue: %s: %s", type(error).__name__, error)
             return True
 
-    def _get(self, queue: str) -> Any:
+    def _get(self, queue: str, timeout: float | None = None) -> Any:
         while True:
             try:
                 return super()._get(queue)

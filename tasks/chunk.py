@@ -18,6 +18,7 @@ from broker.app import SCORE_CHUNK
 from broker.settings import Settings
 from envs import make_result, score_job
 from sandbox import Status
+from tasks.merge import register_merge
 from tasks.process import configure, process_context
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ def register(app: Celery, settings: Settings) -> Task:
         jobs = jobs_of(args, kwargs, self.request.id)
         return score_jobs(jobs, kwargs.get("sent_at"), attempt=self.request.retries + 1)
 
+    register_merge(app)
     return score_chunk
 
 

@@ -19,7 +19,7 @@ import pytest
 from farm_support import ROOT, pool_children, wait_for, worker_env
 
 from broker.client import Farm
-from workers.demo_jobs import codecontests_jobs, hostile_jobs, humaneval_jobs, program_jobs
+from workers.demo_jobs import codecontests_jobs, hostile_jobs, humaneval_jobs, program_jobs, weight_edit_jobs
 
 # Fixtures of the farm's test support: a private Redis, worker nodes on it, a producer client.
 redis_server = farm_support.redis_server
@@ -29,7 +29,10 @@ farm = farm_support.farm
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
 # What differs between two runs of the same job: timings, where and when it ran.
-VOLATILE = {"run_s", "wall_s", "cpu_s", "max_rss_mb", "queued_s", "latency_s", "attempt", "infra", "feedback"}
+VOLATILE = {
+    *("run_s", "wall_s", "cpu_s", "max_rss_mb", "queued_s", "latency_s", "attempt", "infra", "feedback"),
+    *("parts", "merge_s"),
+}
 
 
 def comparable(result: dict[str, Any]) -> dict[str, Any]:
@@ -70,6 +73,22 @@ def test_farm_results_equal_inline_results(workers, farm) -> None:
     assert [r["id"] for r in through_farm] == [j.get("id") for j in jobs]
     assert [comparable(r) for r in through_farm] == [comparable(r) for r in inline]
     assert not any(r.is_infra for r in through_farm)
+
+
+@pytest.mark.minatar
+def test_weight_edits_split_by_episodes_merge_to_the_whole_jobs_result(redis_server, workers) -> None:
+    from envs import Context, score_job
+
+    jobs = weight_edit_jobs(episodes=12)
+    whole = [score_job(job, Context()) for job in jobs]
+    workers.start(EVALFARM_EXTRA_ENVS="{}")
+    settings = farm_support.client_settings(redis_server.url, episodes_per_part=4)
+    with Farm(settings=settings, progress=False) as client:
+        split = client.score(jobs)
+        assert client.last_stats.split_jobs == len(jobs)
+    assert [r["parts"] for r in split] == [3] * len(jobs)
+    assert [comparable(r) for r in split] == [comparable(r) for r in whole]
+    assert any(r["status"] == "ok" and r["reward"] > 0 for r in split)
 
 
 def test_pool_children_are_pinned_and_replacements_repinned(workers) -> None:

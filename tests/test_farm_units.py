@@ -250,3 +250,58 @@ def test_building_a_farm_client_still_imports_no_envs() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# --- splitting long weight-edit grades ----------------------------------------------------------------
+
+
+def weight_edit_job(episodes: int | None = 10) -> dict[str, object]:
+    job: dict[str, object] = {"id": "w", "env": "weight_edits", "game": "freeway", "answer": "```edits\n```"}
+    if episodes is not None:
+        job["episodes"] = episodes
+    return job
+
+
+@pytest.mark.parametrize(("episodes", "per_part"), [(10, 3), (1000, 250), (7, 2), (None, 300)])
+def test_client_parts_are_the_envs_own_parts(episodes: int | None, per_part: int) -> None:
+    from broker.sharding import split_parts
+    from envs.weight_edits import split_job
+
+    job = weight_edit_job(episodes)
+    parts = split_parts(job, per_part)
+    assert parts is not None
+    assert parts == split_job(job, len(parts))
+
+
+def test_short_malformed_or_other_jobs_go_whole() -> None:
+    from broker.sharding import split_parts
+
+    assert split_parts(weight_edit_job(10), 10) is None
+    assert split_parts(weight_edit_job(10), 0) is None
+    assert split_parts({**weight_edit_job(10), "episodes": "many"}, 3) is None
+    assert split_parts({**weight_edit_job(10), "episode_range": [0, 5]}, 3) is None
+    assert split_parts({"id": "p", "env": "program", "episodes": 100}, 3) is None
+
+
+def test_batch_merges_parts_once_all_are_in_and_fails_the_job_if_one_failed() -> None:
+    batch = Batch([weight_edit_job(10), weight_edit_job(10) | {"id": "v"}, {"id": "p", "env": "program"}])
+    batch.split(5)
+    assert batch.sendable() == [2, 3, 4, 5, 6]
+    assert batch.parts == {0: [3, 4], 1: [5, 6]}
+    batch.answer([3, 5, 6], [{"id": "w#0-5", "status": "ok"}, {"id": "v#0-5", "status": "ok"}, None])
+    assert batch.take_merges() == []  # w waits for its second part; v has a failed part
+    failed = dict(batch.drain())
+    assert list(failed) == [1] and failed[1].is_infra and "a part failed" in failed[1]["error"]
+    batch.answer([4], [{"id": "w#5-10", "status": "ok"}])
+    merges = batch.take_merges()
+    assert [(index, [p["id"] for p in parts]) for index, parts in merges] == [(0, ["w#0-5", "w#5-10"])]
+    batch.answer([0], [{"id": "w", "status": "ok", "reward": 0.5}])
+    assert dict(batch.drain())[0]["reward"] == 0.5
+
+
+def test_the_merge_task_body_answers_infra_error_when_parts_do_not_fit() -> None:
+    from tasks.merge import merge
+
+    result = merge(weight_edit_job(10), [{"id": "w#0-5", "status": "ok", "episode_range": [0, 5]}])
+    assert result["status"] == "infra_error" and result["id"] == "w"
+    assert merge({"id": "x", "env": "program"}, [])["status"] == "infra_error"
