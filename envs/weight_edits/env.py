@@ -19,6 +19,7 @@ from envs.base import Context, Env, InvalidJob
 from envs.trajectory import assistant_answer
 from envs.weight_edits import games, grading, reference
 from envs.weight_edits.deadline import Deadline, GradeTimeout
+from envs.weight_edits.episodes import preload_games
 from sandbox import Limits, Status
 
 MAX_EPISODES = 10_000
@@ -111,6 +112,11 @@ class WeightEditsEnv(Env):
     # 1000 freeway episodes (the slowest game) take seconds on the fast path; dense W1 edits that
     # defeat the policy cache take up to about a minute.
     default_limits: ClassVar[Limits] = Limits(wall_s=180.0, cpu_s=120.0)
+
+    def __init__(self) -> None:
+        # Paid once when the env is built (before a worker pool forks, where the pool preloads envs),
+        # not by the first job under its CPU limit.
+        preload_games()
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Grade the job's answer; `reward` is the reference's normalized score."""
