@@ -222,3 +222,63 @@ def test_envs_import_no_queue_or_metrics_code() -> None:
     )
     output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
+
+
+SYNTH_GAME = '''
+import numpy as np
+from minatar import Environment
+
+GROUPS = {groups!r}
+
+
+class BreakoutEnvironment:
+    """MinAtar's breakout behind the synth interface, observed as the original source is."""
+
+    score_cap = 1000
+
+    def __init__(self, sticky_action_prob):
+        self.inner = Environment("breakout", sticky_action_prob=sticky_action_prob, difficulty_ramping=False)
+
+    def seed(self, seed):
+        self.inner.seed(seed)
+
+    def reset(self):
+        self.inner.reset()
+
+    def act(self, action):
+        return self.inner.act(action)
+
+    def state(self):
+        raw = self.inner.state()
+        merged = np.zeros((10, 10, 6), dtype=bool)
+        for channel, sources in enumerate(GROUPS):
+            if sources:
+                merged[:, :, channel] = np.any(raw[:, :, sources], axis=2)
+        return merged
+'''
+
+
+@pytest.mark.minatar
+def test_synth_source_grades_through_an_installed_minatar_synth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    from envs.weight_edits.games import ORIGINAL_CHANNEL_GROUPS
+
+    package = tmp_path / "minatar_synth" / "games"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "breakout.py").write_text(SYNTH_GAME.format(groups=ORIGINAL_CHANNEL_GROUPS["breakout"]))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    case = CASES["breakout_track"]
+    try:
+        result = score_job(job(case, source="synth"), Context())
+    finally:
+        for name in [module for module in sys.modules if module.startswith("minatar_synth")]:
+            del sys.modules[name]
+    # The same game and observation through the synth interface: the original's values.
+    assert result["status"] == "ok" and result["reward"] == case["reward"]
+    assert result["metadata"] == {**case["metadata"], "source": "synth"}
