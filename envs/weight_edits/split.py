@@ -58,6 +58,8 @@ def merge_results(job: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) 
         return dict(results[0])  # the job was not split
     if any(result.get("status") != Status.OK.value for result in results):
         return _merge_failed(job, results)
+    if any("episode_range" not in result for result in results):
+        raise ValueError("merge_results needs the results of split_job parts (with episode_range)")
     ordered = sorted(results, key=lambda result: result["episode_range"][0])
     whole = parse_job(job).selected
     covered = [bound for result in ordered for bound in result["episode_range"]]
@@ -78,7 +80,7 @@ def _merge_ok(job: Mapping[str, Any], ordered: Sequence[Mapping[str, Any]], whol
     for key in ("env_version", "limits"):
         if key in ordered[0]:
             merged[key] = ordered[0][key]
-    if "run_s" in ordered[0]:
+    if "run_s" in ordered[0]:  # the compute the parts spent together, not the elapsed time
         merged["run_s"] = round(sum(result.get("run_s", 0.0) for result in ordered), 6)
     if "episode_range" in job:
         merged.update(
