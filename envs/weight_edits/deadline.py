@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 
+from envs.base import EnvError
 
-class GradeTimeout(Exception):
+
+class GradeTimeout(EnvError):
     """The grade ran past its wall-clock or CPU limit."""
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.base import EnvError
 from envs.weight_edits import games
 from envs.weight_edits.deadline import Deadline
 from envs.weight_edits.episodes import Episode
@@ -41,7 +42,7 @@ _POWERS = 11 ** np.arange(1 + 2 * _CARS, dtype=np.int64)
 _CAR_ROWS = np.arange(1, _CARS + 1)
 
 
-class StreamExhausted(Exception):
+class StreamExhausted(EnvError):
     """An episode needed more pre-drawn random words than were drawn."""
 
 
