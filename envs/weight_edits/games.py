@@ -96,15 +96,27 @@ def freeway_features(env: Any) -> list[int]:
     return active
 
 
-def _moving(active: list[int], things: list[list[Any]], channels: tuple[int, ...], trail: bool) -> None:
-    """Fish, enemy subs and divers: their cell in `channels`, their trail (if in bounds) in 4."""
-    for thing in things:
-        x, row, right = thing[0], thing[1], thing[2]
-        base = _cell(row, x)
-        active.extend(base + channel for channel in channels)
+def _enemies(active: list[int], enemies: list[list[Any]]) -> None:
+    """Fish and enemy subs: their cell in channels 1 and 2, their trail (if in bounds) in 4."""
+    for enemy in enemies:
+        x, row, right = enemy[0], enemy[1], enemy[2]
+        base = row * 60 + x * 6  # the hot loop: cells inlined
+        active += (base + 1, base + 2)
         back = x - 1 if right else x + 1
-        if trail and 0 <= back <= 9:
-            active.append(_cell(row, back) + 4)
+        if 0 <= back <= 9:
+            active.append(row * 60 + back * 6 + 4)
+
+
+# Row 9 gauges, indexed by how many columns they fill: the oxygen gauge from the left; the diver
+# gauge by diver count, with Python's slice rules (a negative count, which MinAtar reaches after a
+# surfacing with six divers, is an empty slice).
+_OXYGEN_GAUGES = [[(90 + col) * 6 + 5 for col in _COLUMNS[0:filled]] for filled in range(11)]
+_DIVER_GAUGES = {count: [(90 + col) * 6 + 5 for col in _COLUMNS[9 - count : 9]] for count in range(-3, 7)}
+
+
+def _diver_gauge(count: int) -> list[int]:
+    found = _DIVER_GAUGES.get(count)
+    return found if found is not None else [(90 + col) * 6 + 5 for col in _COLUMNS[9 - count : 9]]
 
 
 def seaquest_features(env: Any) -> list[int]:
@@ -112,15 +124,22 @@ def seaquest_features(env: Any) -> list[int]:
     back = env.sub_x - 1 if env.sub_or else env.sub_x + 1
     if back < 0:  # numpy's negative index, as `state()` would write it
         back += 10
-    active = [_cell(env.sub_y, env.sub_x), _cell(env.sub_y, back), _cell(env.sub_y, back) + 4]
-    # The gauges are slices of row 9, with Python's slice rules (a negative diver count is empty).
-    active.extend(_cell(9, col) + 5 for col in _COLUMNS[0 : max(0, env.oxygen) * 10 // _OXYGEN_MAX])
-    active.extend(_cell(9, col) + 5 for col in _COLUMNS[9 - env.diver_count : 9])
-    active.extend(_cell(bullet[1], bullet[0]) + 3 for bullet in env.f_bullets)
-    active.extend(_cell(bullet[1], bullet[0]) + 1 for bullet in env.e_bullets)
-    _moving(active, env.e_fish, (1, 2), True)
-    _moving(active, env.e_subs, (1, 2), True)
-    _moving(active, env.divers, (2,), True)
+    sub_row = env.sub_y * 60
+    active = [sub_row + env.sub_x * 6, sub_row + back * 6, sub_row + back * 6 + 4]
+    active += _OXYGEN_GAUGES[min(10, max(0, env.oxygen) * 10 // _OXYGEN_MAX)]
+    active += _diver_gauge(env.diver_count)
+    for bullet in env.f_bullets:
+        active.append(bullet[1] * 60 + bullet[0] * 6 + 3)
+    for bullet in env.e_bullets:
+        active.append(bullet[1] * 60 + bullet[0] * 6 + 1)
+    _enemies(active, env.e_fish)
+    _enemies(active, env.e_subs)
+    for diver in env.divers:
+        x, row, right = diver[0], diver[1], diver[2]
+        active.append(row * 60 + x * 6 + 2)
+        back = x - 1 if right else x + 1
+        if 0 <= back <= 9:
+            active.append(row * 60 + back * 6 + 4)
     return active
 
 
