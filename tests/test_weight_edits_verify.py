@@ -132,3 +132,79 @@ def test_a_malformed_trajectory_in_a_job_is_invalid() -> None:
     job = {"id": "t", "env": "weight_edits", "game": "breakout", "trajectory": {"steps": [3]}}
     result = score_job(job, Context())
     assert result["status"] == "invalid_job" and result["error"].startswith("trajectory: ")
+
+
+class FakeFarm:
+    """Stands in for `broker.client.Farm`: three processes, each job scored in this process."""
+
+    def __init__(self, broker_url: str, progress: bool = True) -> None:
+        self.broker_url = broker_url
+
+    def __enter__(self) -> FakeFarm:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def processes(self) -> int:
+        return 3
+
+    def score(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        assert len(jobs) == 3 and all("episode_range" in job for job in jobs)
+        return [score_job(job, Context()) for job in jobs]
+
+
+@pytest.mark.minatar
+@pytest.mark.parametrize("name", ["list_of_parts", "last_turn_without_block"])
+def test_broker_grades_split_over_the_farm_with_the_same_bytes(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import broker.client
+
+    monkeypatch.setattr(broker.client, "Farm", FakeFarm)
+    case = CASES[name]
+    flags = ("--broker", "redis://farm.invalid:6379/0")
+    status, reward_path = run_verify(tmp_path, monkeypatch, case["variables"], case["trajectory"], *flags)
+    assert status == 0 and reward_path.read_text() == case["reward_json"]
+
+
+def test_code_envs_get_the_answer_as_completion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import broker.client
+
+    seen: list[dict[str, Any]] = []
+
+    class RecordingFarm(FakeFarm):
+        def score(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            seen.extend(jobs)
+            return [
+                {
+                    "id": jobs[0]["id"],
+                    "env": "humaneval",
+                    "status": "ok",
+                    "code": 0,
+                    "reward": 1.0,
+                    "error": None,
+                }
+            ]
+
+    monkeypatch.setattr(broker.client, "Farm", RecordingFarm)
+    job_file = tmp_path / "job.json"
+    job_file.write_text(
+        json.dumps({"prompt": "def add(a, b):\n", "test": "def check(f):\n    assert f(1, 2) == 3\n"})
+    )
+    trajectory = {"steps": [{"messages": [{"role": "assistant", "content": "    return a + b\n"}]}]}
+    flags = (
+        "--env",
+        "humaneval",
+        "--job",
+        str(job_file),
+        "--field",
+        "entry_point=add",
+        "--broker",
+        "redis://x",
+    )
+    status, reward_path = run_verify(tmp_path, monkeypatch, {}, trajectory, *flags)
+    assert status == 0
+    assert seen[0]["completion"] == "    return a + b\n" and seen[0]["entry_point"] == "add"
+    assert seen[0]["env"] == "humaneval" and "prompt" in seen[0]
+    assert json.loads(reward_path.read_text())["normalized_score"] == 1.0
