@@ -44,7 +44,9 @@ class Settings(BaseSettings):
     extra_envs: dict[str, str] = Field(default_factory=dict, description="env id -> module:Class")
     datasets_dir: str | None = None
     warm_sandbox: bool = Field(default=True, description="start each child's sandbox before its first job")
-    metrics_port: int = Field(default=9808, ge=0, le=65535)
+    metrics_port: int = Field(default=9808, ge=0, le=65535, description="/metrics port; 0: no metrics")
+    metrics_host: str = Field(default="127.0.0.1", description="address /metrics binds; 0.0.0.0 in clusters")
+    metrics_dir: str | None = Field(default=None, description="multiprocess files; default: a fresh tmp dir")
 
     # Reliability. A chunk that outlives its soft limit answers its unfinished jobs as infra_error; the
     # hard limit kills the child; the visibility timeout must exceed it or Redis redelivers a running task.

@@ -196,7 +196,8 @@ class EmbeddedFarm:
             return None
         from broker.settings import Settings
 
-        return f"http://127.0.0.1:{Settings().metrics_port}/metrics"
+        port = Settings().metrics_port  # the node reads the same EVALFARM_* environment
+        return f"http://127.0.0.1:{port}/metrics" if port else None
 
     def start(self, ready_timeout_s: float = 60.0) -> EmbeddedFarm:
         """Start Redis, then the node, and wait until the node has announced its pool."""

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         farm.start()
         print(f"broker:  {farm.broker_url}", flush=True)
-        print(f"metrics: {farm.metrics_url or 'not served (no metrics module in this build)'}", flush=True)
+        print(f"metrics: {farm.metrics_url or 'not served'}", flush=True)
         print("Ctrl-C stops the farm", file=sys.stderr, flush=True)
         return _supervise(farm)
     except KeyboardInterrupt:

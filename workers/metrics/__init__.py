@@ -1,0 +1,68 @@
+"""Prometheus metrics of a worker node: recorded in every pool process, served by the node.
+
+`serve(settings)` is the node's one entry point (`workers.node.start_metrics` calls it in the main
+process, before the pool forks): it empties the multiprocess directory, points prometheus-client at it
+(`PROMETHEUS_MULTIPROC_DIR`, which must be set before prometheus-client is first imported in the
+process), connects the recorders to Celery's signals and starts the /metrics server. Nothing is
+imported from prometheus-client until then, so importing this package is cheap and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+from broker.settings import Settings
+
+__all__ = ["MULTIPROC_ENV", "serve"]
+
+log = logging.getLogger(__name__)
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+_served: dict[str, Any] = {}
+
+
+def serve(settings: Settings) -> str | None:
+    """Start recording and serving this node's metrics; the /metrics URL, or None when not served.
+
+    `metrics_port` 0 turns metrics off. A port already taken is logged, not fatal: a node that
+    scores without metrics is better than no node.
+    """
+    if settings.metrics_port == 0:
+        log.info("metrics off (metrics_port 0)")
+        return None
+    if "url" in _served:
+        return str(_served["url"])
+    _use_multiprocess_dir(settings.metrics_dir)
+    from workers.metrics import server
+    from workers.metrics.hooks import Recorder
+
+    Recorder(_labels(settings)).connect()
+    try:
+        _served["server"], _served["url"] = server.start(settings, _served["dir"])
+    except OSError as error:
+        log.error("metrics not served: %s:%d: %s", settings.metrics_host, settings.metrics_port, error)
+        return None
+    log.info("metrics at %s (multiprocess files in %s)", _served["url"], _served["dir"])
+    return str(_served["url"])
+
+
+def _use_multiprocess_dir(configured: str | None) -> None:
+    """Make an empty multiprocess directory this process and its future children write to."""
+    if "prometheus_client" in sys.modules and os.environ.get(MULTIPROC_ENV) is None:
+        # Metrics made before the variable was set would live in this process's memory only.
+        raise RuntimeError("prometheus_client was imported before the metrics directory was set")
+    from workers.metrics.multiproc import prepare_dir
+
+    _served["dir"] = prepare_dir(configured)
+    os.environ[MULTIPROC_ENV] = str(_served["dir"])
+
+
+def _labels(settings: Settings) -> Any:
+    """The node's bounded label sets: registered envs (extras included) and its queues."""
+    from envs import env_ids
+    from workers.metrics.hooks import Labels
+
+    return Labels(envs=frozenset(env_ids()), queues=frozenset(settings.queues))

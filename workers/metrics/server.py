@@ -1,0 +1,115 @@
+"""The node's /metrics: what its processes wrote, plus the broker's queues read at scrape time."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from broker.app import transport_options
+from broker.settings import Settings
+from workers.metrics import instruments as m
+from workers.metrics.multiproc import fold_dead
+
+log = logging.getLogger(__name__)
+
+# kombu's Redis transport keeps reserved, unacknowledged messages in this hash (its default name).
+UNACKED_KEY = "unacked"
+
+
+class ProcessFilesCollector:
+    """The node's processes' metrics files, with dead children folded in first (see `multiproc`)."""
+
+    def __init__(self, directory: Path, owner: int) -> None:
+        self._directory = directory
+        self._owner = owner
+        self._files = MultiProcessCollector(None, str(directory))
+        # Folding rewrites files the merge reads: one scrape at a time, or a value counts twice.
+        self._lock = threading.Lock()
+
+    def collect(self) -> Iterator[Metric]:
+        """Fold the files of processes that are gone, then merge every file."""
+        with self._lock:
+            dead = fold_dead(self._directory, self._owner)
+            if dead:
+                log.debug("folded the metrics of %d exited processes", len(dead))
+            yield from self._files.collect()
+
+
+class BrokerCollector:
+    """Queue depths and unacknowledged messages, read from Redis at each scrape (never cached)."""
+
+    def __init__(self, settings: Settings) -> None:
+        import redis
+
+        options = transport_options(settings)
+        self._queues = settings.queues
+        # kombu's Redis transport stores priority p > 0 of queue q under "q<sep>p", and p = 0 under "q".
+        self._keys = {
+            queue: [queue, *(f"{queue}{options['sep']}{p}" for p in options["priority_steps"] if p)]
+            for queue in self._queues
+        }
+        self._client = redis.Redis.from_url(
+            settings.broker_url or "", socket_timeout=2.0, socket_connect_timeout=2.0
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        """One LLEN per queue and priority and one HLEN, in one round trip."""
+        up = GaugeMetricFamily(m.BROKER_UP, "1 if this node could read the broker's queues at scrape time.")
+        try:
+            depths, unacked = self._read()
+        except Exception as error:  # Redis down or restarting: say so, export no stale numbers
+            log.warning("could not read queue depths: %s", error)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        depth = GaugeMetricFamily(
+            m.QUEUE_DEPTH, "Messages waiting in each queue (a message is a chunk of jobs).", labels=["queue"]
+        )
+        for queue, count in depths.items():
+            depth.add_metric([queue], count)
+        yield depth
+        yield GaugeMetricFamily(
+            m.UNACKED, "Messages delivered to workers and not yet acknowledged, farm-wide.", value=unacked
+        )
+
+    def _read(self) -> tuple[dict[str, int], int]:
+        pipe = self._client.pipeline(transaction=False)
+        for keys in self._keys.values():
+            for key in keys:
+                pipe.llen(key)
+        pipe.hlen(UNACKED_KEY)
+        replies = pipe.execute()
+        depths, offset = {}, 0
+        for queue, keys in self._keys.items():
+            depths[queue] = sum(int(n) for n in replies[offset : offset + len(keys)])
+            offset += len(keys)
+        return depths, int(replies[-1])
+
+
+def build_registry(settings: Settings, directory: Path) -> CollectorRegistry:
+    """A registry of the node's process files and, when a broker is configured, its queues."""
+    registry = CollectorRegistry()
+    registry.register(ProcessFilesCollector(directory, os.getpid()))
+    if settings.broker_url:
+        registry.register(BrokerCollector(settings))
+    return registry
+
+
+def start(settings: Settings, directory: Path) -> tuple[Any, str]:
+    """Serve /metrics on `metrics_host:metrics_port` from a daemon thread; the server and its URL."""
+    server, _ = start_http_server(
+        settings.metrics_port, addr=settings.metrics_host, registry=build_registry(settings, directory)
+    )
+    host = "127.0.0.1" if settings.metrics_host in ("0.0.0.0", "") else settings.metrics_host
+    return server, f"http://{host}:{server.server_port}/metrics"
