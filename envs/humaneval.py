@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field
 
 from envs.base import Context, Env
+from envs.trajectory import answer_field
 from envs.validation import JobModel, validate_job
 from sandbox.limits import Limits
 from sandbox.status import Status
@@ -46,7 +47,7 @@ class HumanEvalEnv(Env):
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Run the checked program once and judge it."""
-        request = validate_job(HumanEvalJob, job)
+        request = validate_job(HumanEvalJob, answer_field(job, "completion"))
         run = ctx.sandbox.run(build_program(request), limits=limits)
         status, error = judge(run)
         reward = None if status is Status.INFRA_ERROR else float(status is Status.OK)

@@ -6,7 +6,10 @@ where content is a string or a list of parts whose `text` fields are joined with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from envs.base import InvalidJob
 
 
 def last_assistant_content(trajectory: Any) -> str | None:
@@ -32,3 +35,18 @@ def assistant_answer(trajectory: Any) -> str:
     """The answer to grade, exactly as seed 004's `assistant_answer`: "" when there is none."""
     content = last_assistant_content(trajectory)
     return "" if content is None else content
+
+
+def answer_field(job: Mapping[str, Any], field: str) -> Mapping[str, Any]:
+    """`job` with `field` taken from its `trajectory` when the job gives a trajectory instead.
+
+    Any env whose answer is model text (`completion`, `answer`) accepts the same trajectory object a
+    verifier reads; a malformed one is an InvalidJob naming `trajectory`.
+    """
+    if field in job or "trajectory" not in job:
+        return job
+    try:
+        answer = assistant_answer(job["trajectory"])
+    except (AttributeError, TypeError) as error:
+        raise InvalidJob(f"trajectory: not in the steps/messages format: {error}") from None
+    return {**job, field: answer}

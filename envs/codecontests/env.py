@@ -23,6 +23,7 @@ from envs.codecontests.extract import extract_code
 from envs.codecontests.feedback import PublicOutcome, format_feedback, parse_error_feedback
 from envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
 from envs.datasets import DatasetStore, IOPair, Problem
+from envs.trajectory import answer_field
 from envs.validation import validate_job
 from sandbox.limits import Limits
 from sandbox.status import Status, worst
@@ -53,6 +54,7 @@ class CodeContestsEnv(Env):
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Run the public tests for feedback, then the hidden tests for the reward."""
+        job = job if "code" in job else answer_field(job, "completion")
         request = validate_job(CodeContestsJob, job).check_choices()
         problem = self._problem(request, ctx)
         code = request.code if request.code is not None else extract_code(request.completion or "")

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from envs.base import Context, Env, InvalidJob
-from envs.trajectory import assistant_answer
+from envs.trajectory import answer_field
 from envs.weight_edits import games, grading, reference
 from envs.weight_edits.deadline import Deadline, GradeTimeout
 from envs.weight_edits.episodes import preload_games
@@ -65,14 +65,7 @@ def _game_and_source(job: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _answer(job: Mapping[str, Any]) -> str:
-    answer: Any
-    if "answer" not in job and "trajectory" in job:
-        try:
-            answer = assistant_answer(job["trajectory"])
-        except (AttributeError, TypeError) as error:
-            raise InvalidJob(f"trajectory: not in the steps/messages format: {error}") from None
-    else:
-        answer = job.get("answer")
+    answer = answer_field(job, "answer").get("answer")
     if not isinstance(answer, str):
         raise InvalidJob("answer: required, a string (or give `trajectory`)")
     if len(answer) > MAX_ANSWER_CHARS:
