@@ -129,16 +129,7 @@ def _only_own_processes(case: Case) -> Iterator[tuple[str, Verifier]]:
 @contextlib.contextmanager
 def _no_loopback_connection(case: Case) -> Iterator[tuple[str, Verifier]]:
     with socket.create_server(("127.0.0.1", 0)) as server:
-        server.setblocking(False)
-
-        def verify(result: RunResult) -> list[str]:
-            try:
-                server.accept()
-            except BlockingIOError:
-                return _markers(result)
-            return ["a loopback server of the host was reached"]
-
-        yield str(server.getsockname()[1]), verify
+        yield str(server.getsockname()[1]), _unreached(server, "a loopback server of the host")
 
 
 @contextlib.contextmanager
@@ -150,16 +141,21 @@ def _no_unix_connection(case: Case) -> Iterator[tuple[str, Verifier]]:
             os.chmod(directory, 0o755)
             os.chmod(path, 0o777)
             server.listen()
-            server.setblocking(False)
+            yield path, _unreached(server, "a UNIX socket of the host")
 
-            def verify(result: RunResult) -> list[str]:
-                try:
-                    server.accept()
-                except BlockingIOError:
-                    return _markers(result)
-                return ["a UNIX socket of the host was reached"]
 
-            yield path, verify
+def _unreached(server: socket.socket, what: str) -> Verifier:
+    """A verifier that fails when `server` has a connection waiting."""
+    server.setblocking(False)
+
+    def verify(result: RunResult) -> list[str]:
+        try:
+            server.accept()
+        except BlockingIOError:
+            return _markers(result)
+        return [f"{what} was reached"]
+
+    return verify
 
 
 @contextlib.contextmanager
