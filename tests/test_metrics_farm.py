@@ -1,0 +1,126 @@
+"""A running farm's /metrics: the jobs it scored by env and status, and a bounded multiprocess directory.
+
+Real Redis and real worker nodes from the farm's test fixtures; each node serves /metrics on a free
+port and keeps its multiprocess files in the test's directory.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import farm_support
+import pytest
+from farm_support import client_settings, sleepy_jobs, wait_for
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.client import Farm
+from workers.embedded import free_port
+
+redis_server = farm_support.redis_server
+workers = farm_support.workers
+farm = farm_support.farm
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180)]
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(url: str) -> Samples:
+    """Every sample of a /metrics page, keyed by name and labels."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def jobs_by_env_status(samples: Samples) -> dict[tuple[str, str], float]:
+    """evalfarm_jobs_total as {(env, status): count}."""
+    return {
+        (dict(labels)["env"], dict(labels)["status"]): v
+        for (name, labels), v in samples.items()
+        if name == "evalfarm_jobs_total"
+    }
+
+
+def metrics_node(workers: Any, tmp_path: Path, concurrency: int = 2, **env: str) -> str:
+    """Start a node serving /metrics on a free port; its URL."""
+    port = free_port()
+    workers.start(
+        concurrency,
+        EVALFARM_METRICS_PORT=str(port),
+        EVALFARM_METRICS_DIR=str(tmp_path / "metrics"),
+        **env,
+    )
+    return f"http://127.0.0.1:{port}/metrics"
+
+
+def scraped_until(url: str, expected: dict[tuple[str, str], float]) -> Samples:
+    """Scrape until the job counts are as expected (children record just after storing results)."""
+    seen: list[Samples] = []
+
+    def counted() -> bool:
+        seen.append(scrape(url))
+        return jobs_by_env_status(seen[-1]) == expected
+
+    try:
+        wait_for(counted, 20.0, "the scraped job counts")
+    except AssertionError:
+        assert jobs_by_env_status(seen[-1]) == expected
+    return seen[-1]
+
+
+@pytest.mark.sandbox
+def test_metrics_count_the_jobs_a_farm_scored_by_env_and_status(workers, farm, tmp_path: Path) -> None:
+    url = metrics_node(workers, tmp_path)
+    jobs = [
+        *({"id": f"ok{i}", "env": "program", "code": "print(1)"} for i in range(3)),
+        *({"id": f"exit{i}", "env": "program", "code": "import sys; sys.exit(3)"} for i in range(2)),
+        {"id": "syntax", "env": "program", "code": "def f(:"},
+        {"id": "slow", "env": "program", "code": "while True: pass", "limits": {"wall_s": 1, "cpu_s": 1}},
+        {"id": "stranger", "env": "no-such-env"},
+        *sleepy_jobs(4, sleep_s=0.0),
+    ]
+    results = farm.score(jobs)
+    assert [r["status"] for r in results] == [
+        *["ok"] * 3, *["runtime_error"] * 2, "syntax_error", "timeout", "invalid_job", *["ok"] * 4
+    ]  # fmt: skip
+    samples = scraped_until(
+        url,
+        {
+            ("program", "ok"): 3,
+            ("program", "runtime_error"): 2,
+            ("program", "syntax_error"): 1,
+            ("program", "timeout"): 1,
+            ("unknown", "invalid_job"): 1,  # a producer's env string never becomes a label
+            ("sleepy", "ok"): 4,
+        },
+    )
+    assert samples[("evalfarm_job_duration_seconds_count", frozenset({("env", "program")}))] == 7
+    assert samples[("evalfarm_sandbox_runs_total", frozenset({("status", "runtime_error")}))] == 2
+    assert samples[("evalfarm_sandbox_runs_total", frozenset({("status", "ok")}))] == 3
+    assert samples[("evalfarm_queue_wait_seconds_count", frozenset({("queue", "code")}))] >= 1
+    assert samples[("evalfarm_worker_processes", frozenset({("state", "idle")}))] == 2
+    assert samples[("evalfarm_worker_processes", frozenset({("state", "busy")}))] == 0
+    assert samples[("evalfarm_broker_up", frozenset())] == 1
+    assert samples[("evalfarm_queue_depth", frozenset({("queue", "code")}))] == 0
+
+
+def test_recycled_children_keep_totals_and_a_bounded_directory(redis_server, workers, tmp_path: Path) -> None:
+    # One job per message and one message per child: every job is scored by a fresh child.
+    url = metrics_node(workers, tmp_path, concurrency=1, EVALFARM_MAX_TASKS_PER_CHILD="1")
+    jobs = sleepy_jobs(12, sleep_s=0.0)
+    settings = client_settings(redis_server.url, max_chunk_jobs=1, farm_processes=1)
+    with Farm(settings=settings, progress=False) as client:
+        assert [r["status"] for r in client.score(jobs)] == ["ok"] * 12
+    samples = scraped_until(url, {("sleepy", "ok"): 12})
+    assert samples[("evalfarm_worker_process_starts_total", frozenset())] >= 12
+    assert samples[("evalfarm_worker_processes", frozenset({("state", "idle")}))] <= 1
+    # The node's files, the live child's, and one archive per summed type: not one set per child.
+    files = sorted(p.name for p in (tmp_path / "metrics").iterdir())
+    assert len(files) <= 6, files
+    assert {"counter_dead.db", "histogram_dead.db"} <= set(files)
