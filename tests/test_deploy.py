@@ -1,0 +1,246 @@
+"""deploy/ and docker-compose.yml: well-formed, consistent with each other and with the code.
+
+No test here needs Docker; the one that asks `docker compose` to validate the file is skipped where
+no compose v2 client exists.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from broker.settings import Settings
+from workers.metrics.instruments import exported_names
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+COMPOSE = ROOT / "docker-compose.yml"
+METRIC = re.compile(r"\bevalfarm_[a-z0-9_]+\b")
+# ${NAME:-default} in compose values: resolved to the default, as with no such variable set.
+INTERPOLATION = re.compile(r"\$\{[A-Z0-9_]+:-([^}]*)\}")
+# Variables the worker image's entry point reads on top of the Settings fields.
+ENTRYPOINT_VARIABLES = {"EVALFARM_CPUS_PER_WORKER", "EVALFARM_SEATS_DIR"}
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text())
+
+
+def resolved(value: Any) -> str:
+    return INTERPOLATION.sub(lambda match: match.group(1), str(value))
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return load_yaml(COMPOSE)
+
+
+@pytest.fixture(scope="module")
+def worker(compose: dict[str, Any]) -> dict[str, Any]:
+    return compose["services"]["worker"]
+
+
+def seconds(duration: str) -> float:
+    """A compose duration (`1000s`, `1m30s`, `60s`) in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+# --- docker-compose.yml -----------------------------------------------------------------------------
+
+
+def test_compose_has_the_services_each_with_a_health_check_and_a_restart_policy(compose) -> None:
+    assert set(compose["services"]) == {"redis", "worker", "prometheus", "grafana"}
+    for name, service in compose["services"].items():
+        assert service.get("restart") in ("unless-stopped", "always"), name
+        assert service.get("healthcheck", {}).get("test"), name
+        assert not service.get("privileged"), name
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond loopback"
+
+
+def test_worker_builds_the_image_and_runs_a_node(worker) -> None:
+    assert worker["build"]["dockerfile"] == "deploy/Dockerfile"
+    assert "BASE_IMAGE" in worker["build"]["args"]
+    assert worker["command"] == ["evalfarm", "worker"]
+    assert worker["depends_on"]["redis"]["condition"] == "service_healthy"
+    # What would make `--scale worker=N` fail or pin every replica to the same cores.
+    assert not {"container_name", "ports", "cpuset"} & set(worker)
+
+
+def test_worker_gets_the_least_privilege_the_sandbox_works_with(worker) -> None:
+    options = worker["security_opt"]
+    assert "systempaths=unconfined" in options
+    seccomp = [o.split("=", 1)[1] for o in options if o.startswith("seccomp=")]
+    assert len(seccomp) == 1 and seccomp[0] != "unconfined"
+    profile = json.loads((ROOT / seccomp[0]).read_text())
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+    denied = {name for rule in profile["syscalls"] for name in rule["names"]}
+    assert {"ptrace", "bpf", "kexec_load", "init_module", "keyctl", "perf_event_open"} <= denied
+    # The calls the sandbox is built from stay allowed.
+    assert not {"unshare", "clone", "clone3", "setns", "mount", "umount2", "pivot_root"} & denied
+    assert worker["cap_drop"] == ["ALL"] and "cap_add" not in worker
+
+
+def test_worker_environment_is_valid_farm_settings(worker) -> None:
+    environment = {k: resolved(v) for k, v in worker["environment"].items()}
+    settings_fields = {f"EVALFARM_{name.upper()}" for name in Settings.model_fields}
+    assert set(environment) <= settings_fields | ENTRYPOINT_VARIABLES
+    farm = Settings(_env_prefix="EVALFARM_UNIT_UNUSED_", **{  # type: ignore[call-arg]
+        k.removeprefix("EVALFARM_").lower(): v for k, v in environment.items() if k in settings_fields
+    })  # fmt: skip
+    assert farm.broker_url == "redis://redis:6379/0"
+    assert farm.metrics_host == "0.0.0.0"
+    # Docker waits this long after SIGTERM: a warm shutdown lets running chunks reach the hard limit.
+    assert seconds(worker["stop_grace_period"]) > farm.task_hard_time_limit_s
+    assert worker["stop_signal"] == "SIGTERM"
+
+
+def test_redis_keeps_its_data_in_a_volume_with_the_repository_config(compose) -> None:
+    redis = compose["services"]["redis"]
+    volumes = [str(v) for v in redis["volumes"]]
+    assert "redis-data:/data" in volumes and "redis-data" in compose["volumes"]
+    config = next(v.split(":")[1] for v in volumes if v.startswith("./deploy/redis.conf:"))
+    assert redis["command"] == ["redis-server", config]
+    for volume in {str(v).split(":")[0] for s in compose["services"].values() for v in s.get("volumes", [])}:
+        if volume.startswith("./"):
+            assert (ROOT / volume).exists(), volume
+        else:
+            assert volume in compose["volumes"], volume
+
+
+def test_redis_conf_appends_every_second_and_never_evicts() -> None:
+    lines = (DEPLOY / "redis.conf").read_text().splitlines()
+    directives = dict(line.split(None, 1) for line in lines if line.strip() and not line.startswith("#"))
+    assert directives["appendonly"] == "yes"
+    assert directives["appendfsync"] == "everysec"
+    assert directives["maxmemory-policy"] == "noeviction"
+    assert directives["dir"] == "/data"
+
+
+def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
+    docker = shutil.which("docker")
+    if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True).returncode:
+        pytest.skip("no docker compose v2 client here")
+    checked = subprocess.run(
+        [docker, "compose", "-f", str(COMPOSE), "config", "--quiet"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "DOCKER_HOST": "unix:///nonexistent"},
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stderr
+
+
+# --- deploy/: Dockerfile, Prometheus, Grafana --------------------------------------------------------
+
+
+def test_dockerfile_takes_its_base_image_as_an_argument_and_drops_root() -> None:
+    lines = [line.strip() for line in (DEPLOY / "Dockerfile").read_text().splitlines()]
+    assert lines.index("ARG BASE_IMAGE=python:3.11-slim-bookworm") < lines.index("FROM ${BASE_IMAGE}")
+    users = [line.split()[1] for line in lines if line.startswith("USER ")]
+    assert users and users[-1] not in ("root", "0")
+    for line in lines:
+        if line.startswith("COPY ") and "deploy/" in line:
+            assert (ROOT / line.split()[-2]).exists(), line
+
+
+def test_prometheus_scrapes_every_worker_replica_on_the_metrics_port(worker) -> None:
+    config = load_yaml(DEPLOY / "prometheus.yml")
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    discovery = jobs["evalfarm-workers"]["dns_sd_configs"][0]
+    assert discovery["names"] == ["worker"]
+    assert str(discovery["port"]) == resolved(worker["environment"]["EVALFARM_METRICS_PORT"])
+    assert jobs["evalfarm-workers"].get("metrics_path", "/metrics") == "/metrics"
+
+
+def alert_expressions() -> list[str]:
+    rules = load_yaml(DEPLOY / "prometheus-rules.yml")
+    return [rule["expr"] for group in rules["groups"] for rule in group["rules"]]
+
+
+def dashboard() -> dict[str, Any]:
+    return json.loads((DEPLOY / "grafana" / "dashboards" / "evalfarm.json").read_text())
+
+
+def dashboard_expressions() -> list[str]:
+    return [target["expr"] for panel in dashboard()["panels"] for target in panel.get("targets", [])]
+
+
+@pytest.mark.parametrize("source", [alert_expressions, dashboard_expressions])
+def test_queries_reference_only_metrics_the_code_exports(source: Any) -> None:
+    expressions = source()
+    referenced = {name for expr in expressions for name in METRIC.findall(expr)}
+    assert expressions and referenced
+    assert referenced <= exported_names(), sorted(referenced - exported_names())
+
+
+def test_dashboard_covers_what_an_operator_watches() -> None:
+    board = dashboard()
+    ids = [panel["id"] for panel in board["panels"]]
+    assert len(ids) == len(set(ids))
+    referenced = {name for expr in dashboard_expressions() for name in METRIC.findall(expr)}
+    for wanted in (
+        "evalfarm_jobs_total",  # throughput by env and status, infra errors
+        "evalfarm_job_duration_seconds_bucket",  # latency p50/p99
+        "evalfarm_queue_depth",
+        "evalfarm_worker_processes",  # utilisation
+        "evalfarm_task_failures_total",
+    ):
+        assert wanted in referenced, wanted
+
+
+def test_grafana_provisioning_points_at_the_dashboard_and_the_datasource(compose) -> None:
+    provisioning = DEPLOY / "grafana" / "provisioning"
+    source = load_yaml(provisioning / "datasources" / "prometheus.yml")["datasources"][0]
+    assert source["url"] == "http://prometheus:9090"
+    uids = {t["datasource"]["uid"] for p in dashboard()["panels"] for t in p["targets"]}
+    assert uids == {source["uid"]}
+    provider = load_yaml(provisioning / "dashboards" / "evalfarm.yml")["providers"][0]
+    mounts = dict(str(v).rsplit(":", 2)[:2] for v in compose["services"]["grafana"]["volumes"])
+    assert mounts["./deploy/grafana/dashboards"] == provider["options"]["path"]
+
+
+# --- the worker image's entry point -------------------------------------------------------------------
+
+
+def entrypoint() -> Any:
+    spec = importlib.util.spec_from_file_location("worker_entrypoint", DEPLOY / "worker-entrypoint.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_replica_takes_its_own_seat_until_none_is_left(tmp_path: Path, monkeypatch) -> None:
+    module = entrypoint()
+    monkeypatch.setattr(module, "SEATS_DIR", tmp_path)
+    first, second = module.take_seat(2), module.take_seat(2)
+    try:
+        assert first[0] == 0 and second[0] == 1
+        assert module.take_seat(2) is None
+    finally:
+        os.close(first[1])
+    again = module.take_seat(2)  # a stopped replica's seat is free again
+    assert again is not None and again[0] == 0
+    os.close(again[1])
+    os.close(second[1])
+
+
+def test_a_seat_pins_the_pool_to_its_cores(tmp_path: Path, monkeypatch) -> None:
+    module = entrypoint()
+    monkeypatch.setattr(module, "SEATS_DIR", tmp_path)
+    monkeypatch.delenv("EVALFARM_CONCURRENCY", raising=False)
+    allowed = sorted(os.sched_getaffinity(0))
+    env = module.seat_environment(1)
+    assert json.loads(env["EVALFARM_CPUS"]) == allowed[:1]
+    assert env["EVALFARM_CONCURRENCY"] == "1" and env["EVALFARM_SLOT_BASE"] == "0"
+    assert module.seat_environment(len(allowed) + 1) == {}  # more cores than the host has: unpinned
