@@ -161,45 +161,58 @@ class _Run:
         self.merging: set[str] = set()  # pending task ids that merge a split job's parts
 
     def send(self, chunks: Iterable[Chunk]) -> None:
-        """Publish each chunk as one task; a chunk that cannot be published is answered infra_error."""
+        """Publish each chunk as one task; a chunk that cannot be published is answered infra_error.
+
+        Once one publish has failed (its retries spent: the broker is down), the rest of the chunks
+        are answered at once rather than each waiting out its own retries.
+        """
         from broker.app import SCORE_CHUNK
 
+        failure: str | None = None
         with self.farm._app.producer_or_acquire() as producer:
             for chunk in chunks:
+                if failure is not None:
+                    self.batch.fail(chunk.indices, failure)
+                    continue
                 jobs = [self.batch.unique[i] for i in chunk.indices]
-                self._publish(SCORE_CHUNK, [jobs], chunk, producer)
+                failure = self._publish(producer, SCORE_CHUNK, [jobs], chunk)
 
     def send_merges(self) -> None:
         """Ask a worker to merge each split job whose parts are all in."""
         from broker.app import MERGE_PARTS
 
-        for index, parts in self.batch.take_merges():
-            job = self.batch.unique[index]
-            chunk = Chunk(self.settings.queue_for(job.get("env")), (index,), 0.0)
-            task_id = self._publish(MERGE_PARTS, [job, [dict(p) for p in parts]], chunk, None)
-            if task_id:
-                self.merging.add(task_id)
+        merges = self.batch.take_merges()
+        if not merges:
+            return
+        with self.farm._app.producer_or_acquire() as producer:
+            for index, parts in merges:
+                job = self.batch.unique[index]
+                chunk = Chunk(self.settings.queue_for(job.get("env")), (index,), 0.0)
+                self._publish(producer, MERGE_PARTS, [job, [dict(p) for p in parts]], chunk, merge=True)
 
-    def _publish(self, task: str, args: list[Any], chunk: Chunk, producer: Any) -> str | None:
-        """Send one task for `chunk`; its id, or None when publishing failed (then answered)."""
+    def _publish(
+        self, producer: Any, task: str, args: list[Any], chunk: Chunk, merge: bool = False
+    ) -> str | None:
+        """Send one task for `chunk`; None, or the error when publishing failed (then answered).
+
+        The message is built and sent with Celery's own protocol functions rather than `send_task`,
+        which would also subscribe to each task's result channel: the client polls the backend.
+        """
         task_id = f"evalfarm-{uuid.uuid4().hex}"
+        amqp = self.farm._app.amqp
         try:
-            self.farm._app.send_task(
-                task,
-                args=args,
-                kwargs={"sent_at": time.time()},
-                task_id=task_id,
-                queue=chunk.queue,
-                priority=self.priority,
-                producer=producer,
-            )
+            message = amqp.create_task_message(task_id, task, args, {"sent_at": time.time()})
+            amqp.send_task_message(producer, task, message, queue=chunk.queue, priority=self.priority)
         except Exception as error:
             log.error("could not publish a task for %d jobs: %s", len(chunk.indices), error)
-            self.batch.fail(chunk.indices, f"publish failed: {type(error).__name__}: {error}")
-            return None
+            failure = f"publish failed: {type(error).__name__}: {error}"
+            self.batch.fail(chunk.indices, failure)
+            return failure
         self.pending[task_id] = chunk
+        if merge:
+            self.merging.add(task_id)
         self.batch.stats.messages += 1
-        return task_id
+        return None
 
     def collect(self) -> Iterator[tuple[int, Result]]:
         """Poll the result backend until every job is answered or the deadline passes."""

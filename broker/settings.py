@@ -71,6 +71,7 @@ class Settings(BaseSettings):
     batch_deadline_s: float = Field(default=3600.0, gt=0)
     episodes_per_part: int = Field(default=250, ge=0, description="split weight edits; 0: never")
     poll_interval_s: float = Field(default=0.02, gt=0)
+    publish_retries: int = Field(default=40, ge=0, description="about 0.5 s apart: rides out a Redis restart")
 
     @model_validator(mode="after")
     def _check_time_limits(self) -> Settings:
