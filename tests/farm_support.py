@@ -35,6 +35,7 @@ WORKER_SETTINGS = {
     "EVALFARM_WORKER_LOST_WAIT_S": "0.5",
     "EVALFARM_HEALTH_CHECK_INTERVAL_S": "2",
     "EVALFARM_EXTRA_ENVS": json.dumps(EXTRA_ENVS),
+    "EVALFARM_METRICS_PORT": "0",  # no fixed port that tests running side by side would fight over
 }
 
 
