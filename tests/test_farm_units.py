@@ -305,3 +305,31 @@ def test_the_merge_task_body_answers_infra_error_when_parts_do_not_fit() -> None
     result = merge(weight_edit_job(10), [{"id": "w#0-5", "status": "ok", "episode_range": [0, 5]}])
     assert result["status"] == "infra_error" and result["id"] == "w"
     assert merge({"id": "x", "env": "program"}, [])["status"] == "infra_error"
+
+
+# --- the demo's batch and summary ---------------------------------------------------------------------
+
+
+def test_the_demo_batch_follows_the_registered_envs() -> None:
+    from workers.demo_jobs import demo_batch
+
+    assert {job["env"] for job in demo_batch(["program"])} == {"program"}
+    everything = demo_batch(["program", "humaneval", "codecontests", "call", "weight_edits", "other"])
+    assert {job["env"] for job in everything} >= {"program", "codecontests", "call", "weight_edits"}
+    assert len({job["id"] for job in everything}) == len(everything)
+
+
+def test_the_demo_summary_counts_by_env_and_status_with_percentiles() -> None:
+    from workers.commands.demo import percentile, summary
+
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0 and percentile([1.0, 2.0, 3.0, 4.0], 99) == 4.0
+    results = [
+        {"env": "program", "status": "ok", "latency_s": 0.1, "run_s": 0.01},
+        {"env": "program", "status": "ok", "latency_s": 0.3, "run_s": 0.02},
+        {"env": "humaneval", "status": "infra_error", "latency_s": 0.2, "run_s": None},
+    ]
+    text = summary(results, 2.0, 2, 3)
+    rows = [line.split() for line in text.splitlines()]
+    assert ["program", "ok", "2"] in rows and ["humaneval", "infra_error", "1"] in rows
+    assert "3 jobs in 2.00 s on 2 worker processes: 1.5 jobs/s" in text
+    assert "p50 0.200 s, p99 0.300 s" in text and "infra errors: 1" in text
