@@ -81,6 +81,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_heartbeat": 0,
         "worker_cancel_long_running_tasks_on_connection_loss": False,
         "worker_hijack_root_logger": False,
+        # A child opens its sandbox slot before it reports ready; on a loaded machine that can take
+        # longer than Celery's 4 s, and a child killed for it would be replaced in a loop.
+        "worker_proc_alive_timeout": 60.0,
         "worker_send_task_events": False,
         "worker_enable_remote_control": True,
         "task_send_sent_event": False,
