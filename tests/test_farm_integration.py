@@ -91,12 +91,23 @@ def test_weight_edits_split_by_episodes_merge_to_the_whole_jobs_result(redis_ser
     assert any(r["status"] == "ok" and r["reward"] > 0 for r in split)
 
 
+def affinities(node: Any) -> dict[int, set[int]]:
+    """The CPUs each live pool child of `node` may run on (children exiting meanwhile are skipped)."""
+    found = {}
+    for pid in pool_children(node):
+        try:
+            found[pid] = os.sched_getaffinity(pid)
+        except ProcessLookupError:
+            continue
+    return found
+
+
 def test_pool_children_are_pinned_and_replacements_repinned(workers) -> None:
     cpus = sorted(os.sched_getaffinity(0))
     node = workers.start(concurrency=len(cpus))
 
     def pinned() -> dict[int, set[int]]:
-        return {pid: os.sched_getaffinity(pid) for pid in pool_children(node)}
+        return affinities(node)
 
     wait_for(lambda: all(len(c) == 1 for c in pinned().values()), 10, "children pinned")
     before = pinned()
@@ -107,6 +118,18 @@ def test_pool_children_are_pinned_and_replacements_repinned(workers) -> None:
     wait_for(lambda: all(len(c) == 1 for c in pinned().values()), 10, "replacement pinned")
     after = pinned()
     assert sorted(next(iter(c)) for c in after.values()) == cpus  # the freed core is taken again
+
+
+def test_recycled_children_are_replaced_and_pinned(workers, farm) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    node = workers.start(concurrency=len(cpus), EVALFARM_MAX_TASKS_PER_CHILD="2")
+    jobs = farm_support.sleepy_jobs(40, 0.02)
+    results = farm.score(jobs)
+    farm_support.assert_each_once(jobs, results)
+    assert len({r["pid"] for r in results}) > len(cpus)  # children were recycled along the way
+    wait_for(lambda: len(affinities(node)) == len(cpus), 20, "a full pool")
+    wait_for(lambda: all(len(c) == 1 for c in affinities(node).values()), 10, "pinning")
+    assert sorted(next(iter(c)) for c in affinities(node).values()) == cpus
 
 
 def _evalfarm(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
