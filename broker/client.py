@@ -9,6 +9,7 @@ with `infra: true` instead of going missing.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 NODE_KEY_PREFIX = "evalfarm:node:"
 _WORKER_LOST = "WorkerLostError"
 _SUCCESS, _FAILURE = "SUCCESS", "FAILURE"
+_SIZE_TTL_S = 30.0
 
 
 class Farm:
@@ -53,6 +55,7 @@ class Farm:
         self._app = make_app(settings, name="evalfarm-producer")
         self._backend = self._app.backend
         self._processes = processes or settings.farm_processes
+        self._advertised, self._advertised_at = 1, -math.inf
         self._costs = dict(settings.job_costs_s)
 
     def __enter__(self) -> Farm:
@@ -121,10 +124,15 @@ class Farm:
             self.last_stats = batch.stats
 
     def processes(self) -> int:
-        """Pool processes serving the farm: from settings, else as advertised by live worker nodes."""
-        if self._processes is None:
-            self._processes = self._advertised_processes() or 1
-        return self._processes
+        """Pool processes serving the farm: given, else as live worker nodes advertise (re-read every
+        30 s, as nodes come and go)."""
+        if self._processes is not None:
+            return self._processes
+        now = time.monotonic()
+        if now - self._advertised_at > _SIZE_TTL_S:
+            self._advertised = self._advertised_processes() or 1
+            self._advertised_at = now
+        return self._advertised
 
     def _advertised_processes(self) -> int:
         try:
