@@ -27,8 +27,10 @@ farm = farm_support.farm
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180)]
 
 
-def test_results_stream_once_each_and_in_order(workers, farm) -> None:
+def test_results_stream_once_each_and_in_order(redis_server, workers, farm) -> None:
     workers.start()
+    with Farm(settings=client_settings(redis_server.url, farm_processes=None), progress=False) as sizing:
+        assert sizing.processes() == 2  # as the node advertises its pool
     jobs = sleepy_jobs(40, 0.01)
     seen = [index for index, _ in farm.stream(jobs)]
     assert sorted(seen) == list(range(len(jobs)))
