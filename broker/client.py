@@ -24,7 +24,9 @@ log = logging.getLogger(__name__)
 
 # Keys a worker node refreshes while it lives: its pool size, so producers can size chunks.
 NODE_KEY_PREFIX = "evalfarm:node:"
-_WORKER_LOST = "WorkerLostError"
+# Failures of a whole chunk caused by one of its jobs (its process died, or the hard time limit
+# killed it): the jobs are worth scoring one by one.
+_CHUNK_KILLERS = ("WorkerLostError", "TimeLimitExceeded")
 _SUCCESS, _FAILURE = "SUCCESS", "FAILURE"
 _SIZE_TTL_S = 30.0
 
@@ -294,10 +296,10 @@ class _Run:
             self.batch.answer(chunk.indices, meta["result"])
             return
         error = _failure_text(meta)
-        if _is_worker_lost(meta) and len(chunk.indices) > 1:
+        if _killed_by_a_job(meta) and len(chunk.indices) > 1:
             # Some job in the chunk keeps killing its worker: score the jobs one by one so only the
             # culprit ends up infra_error and the others still get their verdicts.
-            log.warning("chunk of %d jobs lost its worker; rescoring them one by one", len(chunk.indices))
+            log.warning("chunk of %d jobs failed (%s); rescoring them one by one", len(chunk.indices), error)
             self.batch.stats.split_chunks += 1
             self.send(Chunk(chunk.queue, (i,), 0.0) for i in chunk.indices)
             return
@@ -323,9 +325,9 @@ def _exception_of(meta: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _is_worker_lost(meta: dict[str, Any]) -> bool:
+def _killed_by_a_job(meta: dict[str, Any]) -> bool:
     exception = _exception_of(meta)
-    return exception is not None and exception[0] == _WORKER_LOST
+    return exception is not None and exception[0] in _CHUNK_KILLERS
 
 
 def _failure_text(meta: dict[str, Any]) -> str:
