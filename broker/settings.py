@@ -8,12 +8,13 @@ from typing import Any
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-# Seconds one job of each env costs a worker, as a first guess for chunking; the client refines the
-# guesses from the `run_s` of the results it receives. Unknown envs fall back to `default_job_cost_s`.
+# Seconds one job of each env costs a worker, as a first guess for chunking (measured on a 2-core
+# machine with the sandbox's fork server); the client refines the guesses from the `run_s` of the
+# results it receives. Unknown envs fall back to `default_job_cost_s`.
 DEFAULT_JOB_COSTS_S = {
-    "program": 0.01,
-    "call": 0.01,
-    "humaneval": 0.02,
+    "program": 0.007,
+    "call": 0.007,
+    "humaneval": 0.008,
     "codecontests": 0.1,
     "weight_edits": 5.0,
 }
@@ -62,7 +63,7 @@ class Settings(BaseSettings):
 
     # Producer: chunking and batches.
     message_overhead_s: float = Field(default=0.003, gt=0, description="measured cost of one message")
-    max_overhead: float = Field(default=0.03, gt=0, lt=1, description="target share of overhead")
+    max_overhead: float = Field(default=0.02, gt=0, lt=1, description="target share of overhead")
     messages_per_process: int = Field(default=4, ge=1)
     max_chunk_jobs: int = Field(default=256, ge=1)
     job_costs_s: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_JOB_COSTS_S))
