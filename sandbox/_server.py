@@ -115,7 +115,7 @@ class Server:
         while True:
             try:
                 request, blobs = _protocol.recv(channel)
-            except _protocol.ProtocolError:
+            except (_protocol.ProtocolError, OSError):  # the client went away
                 return
             header, outputs = self.run(request, *blobs)
             _protocol.send(channel, header, *outputs)

@@ -80,6 +80,11 @@ class Sandbox:
         self.close()
 
     @property
+    def server_process(self) -> subprocess.Popen[bytes] | None:
+        """This slot's fork server process, once launched."""
+        return self._process
+
+    @property
     def server_pid(self) -> int | None:
         """The pid of this slot's fork server process, while it runs."""
         return self._process.pid if self._process is not None else None
@@ -90,7 +95,25 @@ class Sandbox:
         return f"sandbox slot {self.slot}: " + "; ".join(f"{k} {v}" for k, v in self.layers.items())
 
     def start(self) -> None:
-        """Start the fork server and wait until it reports its isolation layers."""
+        """Start the fork server (unless `launch` did) and wait until it reports its isolation layers."""
+        if self.layers:
+            return
+        self.launch()
+        assert self._channel is not None
+        self._channel.settimeout(self.config.start_timeout_s)
+        try:
+            hello, _ = _protocol.recv(self._channel)
+        except (OSError, _protocol.ProtocolError) as error:
+            self._stop()
+            raise SandboxError(f"sandbox slot {self.slot} did not start: {error}") from error
+        if not hello.get("ready"):
+            self._stop()
+            raise SandboxError(f"sandbox slot {self.slot} failed to set up: {hello.get('error')}")
+        self.layers = hello["layers"]
+        log.info("%s", self.status_line)
+
+    def launch(self) -> None:
+        """Spawn the fork server without waiting for it, so it can set up while the caller works."""
         if self._process is not None:
             return
         if os.geteuid() == 0 and self.uid is None:
@@ -114,17 +137,6 @@ class Sandbox:
         )
         theirs.close()
         self._channel = ours
-        ours.settimeout(self.config.start_timeout_s)
-        try:
-            hello, _ = _protocol.recv(ours)
-        except (OSError, _protocol.ProtocolError) as error:
-            self._stop()
-            raise SandboxError(f"sandbox slot {self.slot} did not start: {error}") from error
-        if not hello.get("ready"):
-            self._stop()
-            raise SandboxError(f"sandbox slot {self.slot} failed to set up: {hello.get('error')}")
-        self.layers = hello["layers"]
-        log.info("%s", self.status_line)
 
     def run(
         self,
@@ -170,7 +182,19 @@ class Sandbox:
                 self._uid_lock = None
                 self.uid = None
 
+    def release(self) -> None:
+        """Let go of a sandbox this process holds only by inheritance (a fork): our copy of its
+        channel is closed, its server is left to the process that owns it."""
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+        self._process = None
+        if self._uid_lock is not None:
+            os.close(self._uid_lock)  # the lock stays held through the owner's descriptor
+            self._uid_lock = None
+
     def _stop(self) -> None:
+        self.layers = {}
         if self._channel is not None:
             self._channel.close()
             self._channel = None

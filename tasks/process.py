@@ -26,11 +26,12 @@ def configure(settings: Settings) -> None:
         log.info("registered extra env %r -> %s", env_id, target)
 
 
-def open_process(slot: int) -> Context:
-    """Give this process its context on sandbox `slot`, its sandbox started now if the node warms."""
+def open_process(slot: int, sandbox: object = None) -> Context:
+    """Give this process its context on sandbox `slot` (or on `sandbox`, launched already by the
+    parent), its sandbox started now if the node warms."""
     global _context
     close_process()
-    _context = Context(slot=slot, datasets=_datasets())
+    _context = Context(slot=slot, datasets=_datasets(), sandbox=sandbox)
     if _settings is not None and _settings.warm_sandbox:
         try:
             _context.sandbox  # noqa: B018 - starting it is the point: the first job should not wait

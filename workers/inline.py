@@ -5,17 +5,23 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import subprocess
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 
-def _init_worker(cpus: list[int] | None) -> None:
+def _init_worker(cpus: list[int] | None, sandboxes: list[Any]) -> None:
     from tasks import process
 
     index = multiprocessing.current_process()._identity[0] - 1
     if cpus:
         os.sched_setaffinity(0, {cpus[index % len(cpus)]})
-    process.open_process(slot=index)
+    for other, sandbox in enumerate(sandboxes):
+        if other != index:
+            sandbox.release()
+    # A replacement for a dead pool process (index past the first ones) starts a sandbox of its own.
+    own = sandboxes[index] if index < len(sandboxes) else None
+    process.open_process(slot=index, sandbox=own)
 
 
 def score_line(line: str) -> dict[str, Any]:
@@ -52,6 +58,14 @@ class InlinePool:
     """
 
     def __init__(self, workers: int = 2, cpus: list[int] | None = None, env_ids: Iterable[str] = ()) -> None:
+        from sandbox import Sandbox
+
+        # The slots' servers set up (numpy import included) while this process imports and forks.
+        sandboxes = [Sandbox(slot=index) for index in range(workers)]
+        for sandbox in sandboxes:
+            sandbox.launch()
+        self._servers = [sandbox.server_process for sandbox in sandboxes]
+
         from broker.settings import Settings
         from envs import InvalidJob, get_env
         from tasks import process
@@ -64,7 +78,9 @@ class InlinePool:
                 pass  # an unknown env: each of its jobs gets its own invalid_job result
         self.workers = workers
         ctx = multiprocessing.get_context("fork")  # started before any thread: fork is safe here
-        self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cpus,))
+        self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cpus, sandboxes))
+        for sandbox in sandboxes:
+            sandbox.release()  # each now belongs to its pool process
 
     def __enter__(self) -> InlinePool:
         return self
@@ -81,9 +97,15 @@ class InlinePool:
         return self.score_lines((json.dumps(job) for job in jobs), chunksize)
 
     def close(self) -> None:
-        """Stop the pool; each slot's fork server dies with its process (parent-death signal)."""
+        """Stop the pool; the slots' servers see their channels close, exit, and are reaped here."""
         self._pool.terminate()
         self._pool.join()
+        for server in self._servers:
+            try:
+                server.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 def chunksize_for(count: int, workers: int) -> int:
