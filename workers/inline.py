@@ -64,7 +64,7 @@ class InlinePool:
         sandboxes = [Sandbox(slot=index) for index in range(workers)]
         for sandbox in sandboxes:
             sandbox.launch()
-        self._servers = [sandbox.server_process for sandbox in sandboxes]
+        self._servers = [sandbox.server_process for sandbox in sandboxes if sandbox.server_process]
 
         from broker.settings import Settings
         from envs import InvalidJob, get_env
