@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -77,11 +78,22 @@ def test_celery_config_needs_a_broker() -> None:
         celery_config(settings())
 
 
-def test_the_task_retry_bound_comes_from_settings() -> None:
+@pytest.fixture
+def worker_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process as a worker child, with no sandbox warmed, its context closed afterwards."""
+    import tasks.process
+
+    monkeypatch.setattr(tasks.process, "_settings", settings(warm_sandbox=False))
+    monkeypatch.setattr(tasks.process, "_context", None)
+    yield
+    tasks.process.close_process()
+
+
+def test_the_task_retry_bound_comes_from_settings(worker_process: None) -> None:
     from broker.app import make_app
     from tasks import register
 
-    farm = settings(broker_url="redis://127.0.0.1:1/0", worker_lost_retries=4)
+    farm = settings(broker_url="redis://127.0.0.1:1/0", worker_lost_retries=4, warm_sandbox=False)
     task = register(make_app(farm), farm)
     assert task.max_retries == 4 and task.default_retry_delay == 0
 
@@ -183,7 +195,7 @@ def test_malformed_messages_yield_what_jobs_they_hold() -> None:
     assert jobs_of((), {}, "t") == []
 
 
-def test_score_jobs_answers_bad_jobs_and_stamps_timing() -> None:
+def test_score_jobs_answers_bad_jobs_and_stamps_timing(worker_process: None) -> None:
     from tasks import score_jobs
 
     results = score_jobs([{"id": "a", "env": "nope"}, 5], sent_at=0.0, attempt=2)
@@ -192,7 +204,7 @@ def test_score_jobs_answers_bad_jobs_and_stamps_timing() -> None:
 
 
 def test_score_jobs_answers_the_rest_as_infra_error_past_the_soft_limit(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, worker_process: None
 ) -> None:
     from celery.exceptions import SoftTimeLimitExceeded
 
