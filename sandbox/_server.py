@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from sandbox import _cgroups, _landlock, _linux, _protocol, _rootfs, _runner, _seccomp
+from sandbox import _cgroups, _landlock, _linux, _probe, _protocol, _rootfs, _runner, _seccomp
 from sandbox.status import Status
 
 log = logging.getLogger("evalfarm.sandbox.server")
@@ -108,6 +108,16 @@ class Server:
             self.layers["landlock"] = "off (not supported by this kernel)"
 
     # -- runs -------------------------------------------------------------------------------
+
+    def verify(self) -> None:
+        """Run the probe program; raise when a layer reported on does not hold."""
+        limits = {"wall_s": 10.0, "cpu_s": 5.0, "memory_mb": 256, "output_bytes": 4096, "file_size_mb": 1,
+                  "workdir_mb": 1, "open_files": 32, "processes": 8}  # fmt: skip
+        header, (stdout, stderr) = self.run({"limits": limits}, _probe.PROBE.encode(), b"", b"")
+        failed = _probe.failed_layers(self.layers, stdout)
+        if failed:
+            detail = header.get("error") or stderr.decode(errors="replace")[-500:]
+            raise RuntimeError(f"isolation check failed for {', '.join(failed)}: {detail}")
 
     def serve(self, channel: socket.socket) -> None:
         """Answer run requests until the client closes the channel."""
@@ -357,6 +367,7 @@ def main() -> None:
     server = Server(config)
     try:
         server.setup()
+        server.verify()
     except Exception as error:
         _protocol.send(channel, {"ready": False, "error": f"{type(error).__name__}: {error}"})
         sys.exit(1)

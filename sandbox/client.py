@@ -92,7 +92,8 @@ class Sandbox:
     @property
     def status_line(self) -> str:
         """One line saying which isolation layers are active."""
-        return f"sandbox slot {self.slot}: " + "; ".join(f"{k} {v}" for k, v in self.layers.items())
+        layers = "; ".join(f"{k} {v}" for k, v in self.layers.items())
+        return f"sandbox slot {self.slot} (layers checked by a probe run): {layers}"
 
     def start(self) -> None:
         """Start the fork server (unless `launch` did) and wait until it reports its isolation layers."""

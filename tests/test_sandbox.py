@@ -32,6 +32,15 @@ def test_every_layer_is_reported_on(sandbox: Sandbox) -> None:
     assert "seccomp on" in sandbox.status_line
 
 
+def test_the_start_up_probe_fails_closed_on_a_layer_that_does_not_hold() -> None:
+    from sandbox._probe import failed_layers
+
+    layers = {"network": "on", "landlock": "off (not supported by this kernel)"}
+    checks = b'{"network": false, "landlock": false, "seccomp": true}'
+    assert failed_layers(layers, checks) == ["network"]  # landlock is reported off: not a failure
+    assert failed_layers(layers, b"") == ["probe"]
+
+
 def test_stdin_reaches_the_program_and_stdout_comes_back(sandbox: Sandbox) -> None:
     result = sandbox.run("import sys\nprint(sum(map(int, sys.stdin.read().split())))", "1 2 3\n4")
     assert (result.status, result.stdout, result.exit_code) == (Status.OK, b"10\n", 0)
