@@ -6,13 +6,16 @@ port and keeps its multiprocess files in the test's directory.
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import farm_support
 import pytest
-from farm_support import client_settings, sleepy_jobs, wait_for
+from farm_support import ROOT, WORKER_SETTINGS, client_settings, sleepy_jobs, wait_for, worker_env
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.client import Farm
@@ -119,8 +122,55 @@ def test_recycled_children_keep_totals_and_a_bounded_directory(redis_server, wor
         assert [r["status"] for r in client.score(jobs)] == ["ok"] * 12
     samples = scraped_until(url, {("sleepy", "ok"): 12})
     assert samples[("evalfarm_worker_process_starts_total", frozenset())] >= 12
-    assert samples[("evalfarm_worker_processes", frozenset({("state", "idle")}))] <= 1
+    assert samples.get(("evalfarm_worker_processes", frozenset({("state", "idle")})), 0) <= 1
     # The node's files, the live child's, and one archive per summed type: not one set per child.
     files = sorted(p.name for p in (tmp_path / "metrics").iterdir())
     assert len(files) <= 6, files
     assert {"counter_dead.db", "histogram_dead.db"} <= set(files)
+
+
+def test_metrics_count_retries_and_failures_of_messages_whose_process_died(workers, farm, tmp_path) -> None:
+    # The node's main process sees the deaths: a retry per redelivery, then the failure for good.
+    url = metrics_node(workers, tmp_path)
+    results = farm.score([{"id": "killer", "env": "crash"}, *sleepy_jobs(3, 0.0)])
+    assert [r["status"] for r in results] == ["infra_error", "ok", "ok", "ok"]
+    retries = int(WORKER_SETTINGS["EVALFARM_WORKER_LOST_RETRIES"])
+    lost = frozenset({("queue", "code"), ("reason", "worker_lost")})
+
+    def counted() -> bool:
+        samples = scrape(url)
+        return (
+            samples.get(("evalfarm_task_retries_total", lost)) == retries
+            and samples.get(("evalfarm_task_failures_total", lost), 0) >= 1
+            # The two first children and a replacement for each death.
+            and samples.get(("evalfarm_worker_process_starts_total", frozenset()), 0) >= 2 + retries + 1
+        )
+
+    wait_for(counted, 20.0, "worker_lost retries, failures and replacements on /metrics")
+    samples = scrape(url)
+    # The dead children's busy gauges are gone with their files.
+    assert samples[("evalfarm_worker_processes", frozenset({("state", "busy")}))] == 0
+    assert ("unknown", "infra_error") not in jobs_by_env_status(samples)  # a lost job is the producer's
+
+
+def test_up_prints_the_metrics_url_it_serves(tmp_path: Path) -> None:
+    port = free_port()
+    env = worker_env(EVALFARM_METRICS_PORT=str(port), EVALFARM_WARM_SANDBOX="0")
+    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "1"]
+    up = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert up.stdout is not None
+        broker = up.stdout.readline().split()[1]
+        metrics = up.stdout.readline().split()[1]
+        assert metrics == f"http://127.0.0.1:{port}/metrics"
+        with Farm(settings=client_settings(broker), progress=False) as client:
+            assert [r["status"] for r in client.score(sleepy_jobs(5, 0.0))] == ["ok"] * 5
+        scraped_until(metrics, {("sleepy", "ok"): 5})
+        up.send_signal(signal.SIGTERM)
+        assert up.wait(60) == 0
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+        if up.stdout is not None:
+            up.stdout.close()
