@@ -90,6 +90,26 @@ def test_prepare_dir_empties_a_configured_directory_of_metrics_files_only(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
 
 
+def test_a_private_directory_is_removed_at_exit_and_orphans_of_dead_nodes_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = tmp_path / f"evalfarm-metrics-{dead.pid}-abc"
+    orphan.mkdir()
+    alive = tmp_path / f"evalfarm-metrics-{os.getpid()}-def"
+    alive.mkdir()
+    probe = (
+        "import sys; from workers.metrics.multiproc import prepare_dir; "
+        "print(prepare_dir(None)); sys.stdout.flush()"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    made = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert Path(made.stdout.strip()).parent == tmp_path
+    assert not Path(made.stdout.strip()).exists()  # removed when its process exited
+    assert not orphan.exists() and alive.exists()
+
+
 WRITER = """
 import sys
 from workers.metrics import instruments as m

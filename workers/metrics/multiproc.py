@@ -20,6 +20,8 @@ from pathlib import Path
 # Types whose values are summed across processes, so a dead process's values can be summed in advance.
 SUMMED_TYPES = ("counter", "histogram")
 DEAD = "dead"
+# A node's private directory: the prefix, the node's pid, a random suffix.
+PRIVATE_PREFIX = "evalfarm-metrics-"
 
 
 def prepare_dir(configured: str | None) -> Path:
@@ -34,10 +36,19 @@ def prepare_dir(configured: str | None) -> Path:
         for stale in path.glob("*.db"):
             stale.unlink()
         return path
-    path = Path(tempfile.mkdtemp(prefix="evalfarm-metrics-"))
     owner = os.getpid()
+    _remove_orphans(Path(tempfile.gettempdir()))
+    path = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{owner}-"))
     atexit.register(_remove_if_owner, path, owner)  # pool children leave by os._exit, never run this
     return path
+
+
+def _remove_orphans(parent: Path) -> None:
+    """Remove the private directories of nodes that died without cleaning up (SIGKILL, a crash)."""
+    for path in parent.glob(f"{PRIVATE_PREFIX}*-*"):
+        pid = path.name.removeprefix(PRIVATE_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _remove_if_owner(path: Path, owner: int) -> None:
