@@ -185,6 +185,27 @@ def test_queries_reference_only_metrics_the_code_exports(source: Any) -> None:
     assert referenced <= exported_names(), sorted(referenced - exported_names())
 
 
+def test_promtool_accepts_the_config_the_alerts_and_every_dashboard_query(tmp_path: Path) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("no promtool here (Debian: apt-get install prometheus)")
+    rules = tmp_path / "rules.yml"
+    shutil.copy(DEPLOY / "prometheus-rules.yml", rules)
+    config = tmp_path / "prometheus.yml"
+    scrape = (DEPLOY / "prometheus.yml").read_text()
+    config.write_text(scrape.replace("/etc/prometheus/rules.yml", str(rules)))
+    # Dashboard queries as recording rules, Grafana's interval variable made concrete: promtool parses them.
+    queries = tmp_path / "dashboard-queries.yml"
+    records = [
+        {"record": f"dashboard:query{i}", "expr": expr.replace("$__rate_interval", "1m")}
+        for i, expr in enumerate(dashboard_expressions())
+    ]
+    queries.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": records}]}))
+    for command in (["check", "config", str(config)], ["check", "rules", str(rules), str(queries)]):
+        checked = subprocess.run([promtool, *command], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 def test_dashboard_covers_what_an_operator_watches() -> None:
     board = dashboard()
     ids = [panel["id"] for panel in board["panels"]]
