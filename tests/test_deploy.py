@@ -92,6 +92,7 @@ def test_worker_gets_the_least_privilege_the_sandbox_works_with(worker) -> None:
     assert not {"unshare", "clone", "clone3", "setns", "mount", "umount2", "pivot_root"} & denied
     assert worker["cap_drop"] == ["ALL"] and "cap_add" not in worker
     assert "no-new-privileges:true" in options and worker["read_only"] is True
+    assert worker["mem_limit"] and worker["pids_limit"] > 0  # no cgroups per slot in a container
 
 
 def test_worker_environment_is_valid_farm_settings(worker) -> None:
