@@ -173,3 +173,15 @@ def test_serve_is_off_at_port_zero() -> None:
     from workers.metrics import serve
 
     assert serve(Settings(_env_prefix="EVALFARM_UNIT_UNUSED_", metrics_port=0)) is None  # type: ignore[call-arg]
+
+
+def test_serve_refuses_when_prometheus_client_came_first_instead_of_serving_nothing_useful() -> None:
+    probe = (
+        "import os, prometheus_client; os.environ.pop('PROMETHEUS_MULTIPROC_DIR', None); "
+        "from broker.settings import Settings; from workers.metrics import serve; "
+        "print(serve(Settings(_env_prefix='EVALFARM_UNIT_UNUSED_', metrics_port=1)))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "None"
+    assert "imported before" in done.stderr

@@ -35,7 +35,8 @@ def serve(settings: Settings) -> str | None:
         return None
     if "url" in _served:
         return str(_served["url"])
-    _use_multiprocess_dir(settings.metrics_dir)
+    if not _use_multiprocess_dir(settings.metrics_dir):
+        return None
     from workers.metrics import server
     from workers.metrics.hooks import Recorder
 
@@ -49,15 +50,17 @@ def serve(settings: Settings) -> str | None:
     return str(_served["url"])
 
 
-def _use_multiprocess_dir(configured: str | None) -> None:
+def _use_multiprocess_dir(configured: str | None) -> bool:
     """Make an empty multiprocess directory this process and its future children write to."""
     if "prometheus_client" in sys.modules and os.environ.get(MULTIPROC_ENV) is None:
-        # Metrics made before the variable was set would live in this process's memory only.
-        raise RuntimeError("prometheus_client was imported before the metrics directory was set")
+        # Metrics made now would live in each process's memory, unseen by the server: serve none.
+        log.error("metrics not served: prometheus_client was imported before the node set its directory")
+        return False
     from workers.metrics.multiproc import prepare_dir
 
     _served["dir"] = prepare_dir(configured)
     os.environ[MULTIPROC_ENV] = str(_served["dir"])
+    return True
 
 
 def _labels(settings: Settings) -> Any:
