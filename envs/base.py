@@ -32,7 +32,7 @@ class Env(abc.ABC):
 class Context:
     """What an env may use while it scores: this process's sandbox slot and the loaded datasets.
 
-    The sandbox starts on first use, so envs that never run code (weight edits) never pay for it.
+    The sandbox starts on its first run, so envs that never run code (weight edits) never pay for it.
     """
 
     def __init__(self, slot: int = 0, datasets: Any = None, sandbox: Any = None) -> None:
@@ -42,12 +42,11 @@ class Context:
 
     @property
     def sandbox(self) -> Any:
-        """This slot's sandbox, started on first use."""
+        """This slot's sandbox; its server starts with the first run (or `start()`)."""
         if self._sandbox is None:
             from sandbox import Sandbox
 
             self._sandbox = Sandbox(slot=self.slot)
-        self._sandbox.start()
         return self._sandbox
 
     def close(self) -> None:

@@ -4,6 +4,8 @@ Each check is a fact only a working layer makes true; the server refuses to serv
 when a layer it reports on is not actually in force.
 """
 
+import json
+
 PROBE = r"""
 import ctypes, errno, json, os, socket
 checks = {}
@@ -32,8 +34,6 @@ print(json.dumps(checks))
 
 def failed_layers(layers: dict[str, str], stdout: bytes) -> list[str]:
     """The layers reported on whose check did not hold (all of them when the probe gave nothing)."""
-    import json
-
     try:
         checks = json.loads(stdout)
     except ValueError:

@@ -121,7 +121,6 @@ def _execute(plan: dict[str, Any], code: bytes, args: bytes) -> None:
     import builtins
     import types
 
-    _fresh_stdio()
     try:
         compiled = compile(code, "main.py", "exec")
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as error:
@@ -184,7 +183,9 @@ def _exit_code(error: SystemExit) -> int:
     return 1
 
 
-def _fresh_stdio() -> None:
+def install_stdio() -> None:
+    """Standard streams on fds 0-2 as a program expects them; the server installs them once and
+    every run inherits them already built, its pipes dup'ed onto those fds."""
     import io
 
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")

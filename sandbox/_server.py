@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from sandbox import _cgroups, _landlock, _linux, _probe, _protocol, _rootfs, _runner, _seccomp
+from sandbox.limits import Limits
 from sandbox.status import Status
 
 log = logging.getLogger("evalfarm.sandbox.server")
@@ -66,6 +67,7 @@ class Server:
         self.layers["filesystem"] = "on (read-only skeleton root, private /proc and /tmp per run)"
         self._setup_seccomp()
         self._setup_landlock()
+        _runner.install_stdio()
         gc.freeze()  # runs then never scan (and so never copy) the preloaded objects
         self.layers["rlimits"] = "on (as, cpu, fsize, nofile, nproc, core=0, stack)"
 
@@ -111,8 +113,7 @@ class Server:
 
     def verify(self) -> None:
         """Run the probe program; raise when a layer reported on does not hold."""
-        limits = {"wall_s": 10.0, "cpu_s": 5.0, "memory_mb": 256, "output_bytes": 4096, "file_size_mb": 1,
-                  "workdir_mb": 1, "open_files": 32, "processes": 8}  # fmt: skip
+        limits = Limits(memory_mb=256, output_bytes=4096, file_size_mb=1, workdir_mb=1, processes=8).to_dict()
         header, (stdout, stderr) = self.run({"limits": limits}, _probe.PROBE.encode(), b"", b"")
         failed = _probe.failed_layers(self.layers, stdout)
         if failed:
@@ -136,7 +137,6 @@ class Server:
         """Run one program; return the result header and [stdout, stderr]."""
         limits = request["limits"]
         plan = {
-            "server_pid": os.getpid(),
             "uid": self.uid,
             "user_namespace": self.user_namespace,
             "limits": limits,

@@ -34,7 +34,7 @@ def open_process(slot: int, sandbox: object = None) -> Context:
     _context = Context(slot=slot, datasets=_datasets(), sandbox=sandbox)
     if _settings is not None and _settings.warm_sandbox:
         try:
-            _context.sandbox  # noqa: B018 - starting it is the point: the first job should not wait
+            _context.sandbox.start()  # the first job should not wait for the server
         except Exception:  # the first job that needs it will try again and answer infra_error
             log.exception("sandbox slot %d did not start", slot)
     return _context
