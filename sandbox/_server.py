@@ -9,6 +9,7 @@ outcome. A run pays neither Python's start-up nor numpy's import.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
 import json
@@ -68,6 +69,9 @@ class Server:
         self._setup_seccomp()
         self._setup_landlock()
         _runner.install_stdio()
+        # Exit handlers the preloaded modules registered (logging's, for one) are the server's, not
+        # a program's: a run runs only the handlers its own program registers.
+        atexit._clear()
         gc.freeze()  # runs then never scan (and so never copy) the preloaded objects
         self.layers["rlimits"] = "on (as, cpu, fsize, nofile, nproc, core=0, stack)"
 
