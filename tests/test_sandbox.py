@@ -80,7 +80,8 @@ def test_syntax_error_is_detected_before_running(sandbox: Sandbox) -> None:
 
 def test_cpu_limit_is_a_timeout(sandbox: Sandbox) -> None:
     result = sandbox.run("while True: pass", limits=Limits(cpu_s=1, wall_s=10))
-    assert result.status is Status.TIMEOUT and 0.9 < result.cpu_s < 3 and result.wall_s < 5
+    # Ended by the CPU limit (about 1 s of CPU), long before the 10 s wall limit.
+    assert result.status is Status.TIMEOUT and "CPU limit" in result.error and 0.9 < result.cpu_s < 3
 
 
 def test_memory_error_under_the_cap_is_a_memory_limit(sandbox: Sandbox) -> None:
@@ -121,10 +122,13 @@ def test_costs_are_reported(sandbox: Sandbox) -> None:
 
 
 def test_numpy_is_preloaded_and_single_threaded(sandbox: Sandbox) -> None:
-    code = "import numpy, threading, os\nprint(numpy.ones(3).sum(), os.environ['OPENBLAS_NUM_THREADS'])"
-    result = sandbox.run(code)
-    assert result.stdout == b"3.0 1\n"
-    assert result.wall_s < 0.5
+    code = (
+        "import sys, os\n"
+        "print('numpy' in sys.modules, os.environ['OPENBLAS_NUM_THREADS'])\n"
+        "import numpy\n"
+        "print(numpy.ones(3).sum())"
+    )
+    assert sandbox.run(code).stdout == b"True 1\n3.0\n"
 
 
 def test_environment_is_the_allow_list(sandbox: Sandbox) -> None:
