@@ -3,11 +3,12 @@
 Five answers (one per game, non-trivial weights reaching the network through W1), 100 episodes each.
 Prints the time of both per game, the speedups, and whether every reward and metadata is identical.
 The reference is loaded at run time from the seeds directory next to the repository
-(`../shared/seeds/`, or /work/shared/seeds/); without it the benchmark says so and stops.
+(`../shared/seeds/`, or the directory in EVALFARM_SEEDS_DIR); without it the benchmark says so and stops.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import types
@@ -20,7 +21,9 @@ sys.path.insert(0, str(REPO))
 from envs.weight_edits import grade_answer  # noqa: E402
 
 SEED_NAME = "004_84e0b83d72e90365.txt"
-SEED_DIRS = (REPO.parent / "shared" / "seeds", Path("/work/shared/seeds"))
+SEED_DIRS = tuple(
+    Path(d) for d in (os.environ.get("EVALFARM_SEEDS_DIR"), REPO.parent / "shared" / "seeds") if d
+)
 EPISODES = 100
 
 
