@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,13 +35,6 @@ def test_bad_jobs_are_invalid(fields: dict[str, Any], message: str) -> None:
     result = score_job(job, Context())
     assert (result["status"], result["reward"]) == ("invalid_job", None)
     assert result["error"].startswith(message), result["error"]
-
-
-@pytest.fixture(scope="module")
-def ctx() -> Iterator[Context]:
-    context = Context(slot=0)
-    yield context
-    context.close()
 
 
 @pytest.mark.sandbox

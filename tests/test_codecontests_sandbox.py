@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,6 @@ MUL = {
     "hidden_tests": [{"input": f"{i} {i}\n", "output": f"{i * i}\n"} for i in range(1, 6)],
 }
 SUM_CODE = "a, b = map(int, input().split())\nprint(a + b)\n"
-
-
-@pytest.fixture(scope="module")
-def ctx() -> Iterator[Context]:
-    context = Context(slot=0)
-    yield context
-    context.close()
 
 
 def score(ctx: Context, problem: dict[str, Any] = ADD, **fields: Any) -> dict[str, Any]:

@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -51,13 +50,6 @@ def untimed(value: Any) -> Any:
     if isinstance(value, str):
         return re.sub(r"\d+ ms\b", "N ms", value)
     return value
-
-
-@pytest.fixture(scope="module")
-def ctx() -> Iterator[Context]:
-    context = Context(slot=0)
-    yield context
-    context.close()
 
 
 def job(env_id: str, **fields: Any) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
@@ -77,13 +76,6 @@ def test_bad_jobs_are_invalid(fields: dict[str, Any], message: str) -> None:
     bad = {key: value for key, value in bad.items() if value is not None}
     result = score_job(bad, Context())
     assert result["status"] == "invalid_job" and result["error"].startswith(message)
-
-
-@pytest.fixture(scope="module")
-def ctx() -> Iterator[Context]:
-    context = Context(slot=0)
-    yield context
-    context.close()
 
 
 @pytest.mark.sandbox

@@ -18,13 +18,6 @@ def trajectory(*contents: object) -> dict:
     return {"steps": [{"messages": messages}]}
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    context = Context(slot=920)
-    yield context
-    context.close()
-
-
 @pytest.mark.parametrize(
     ("contents", "status"),
     [
