@@ -1,12 +1,33 @@
 """Run untrusted Python under hard limits: a fork server per slot, namespaces, seccomp, Landlock.
 
-Knows only the operating system: nothing here imports the farm's queue or metrics code.
+Knows only the operating system: nothing here imports the farm's queue or metrics code. Names are
+imported from their modules on first use, so the fork server, which runs only its own modules,
+never loads the client's.
 """
 
-from sandbox.client import CallSpec, Sandbox, SandboxConfig, SandboxError
-from sandbox.limits import MAX_LIMITS, Limits
-from sandbox.result import RunResult
-from sandbox.status import PRECEDENCE, Status, worst
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sandbox.client import CallSpec, Sandbox, SandboxConfig, SandboxError
+    from sandbox.limits import MAX_LIMITS, Limits
+    from sandbox.result import RunResult
+    from sandbox.status import PRECEDENCE, Status, worst
+
+_HOMES = {
+    "CallSpec": "client",
+    "Sandbox": "client",
+    "SandboxConfig": "client",
+    "SandboxError": "client",
+    "MAX_LIMITS": "limits",
+    "Limits": "limits",
+    "RunResult": "result",
+    "PRECEDENCE": "status",
+    "Status": "status",
+    "worst": "status",
+}
 
 __all__ = [
     "MAX_LIMITS",
@@ -20,3 +41,11 @@ __all__ = [
     "Status",
     "worst",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"sandbox.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value

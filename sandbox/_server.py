@@ -96,7 +96,7 @@ class Server:
         if self.user_namespace:
             self.layers["cgroups"] = "off (not root: no writable hierarchy)"
             return
-        self.cgroups, reason = _cgroups.create(f"evalfarm-slot-{self.uid}")
+        self.cgroups, reason = _cgroups.create(self.config["cgroup"])
         self.layers["cgroups"] = f"on ({self.cgroups.description})" if self.cgroups else f"off ({reason})"
 
     def _setup_seccomp(self) -> None:

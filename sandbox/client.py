@@ -7,6 +7,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -24,13 +25,17 @@ log = logging.getLogger("evalfarm.sandbox")
 
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 
-# Imported once by the fork server so runs find them already in memory.
+# Imported once by every fork server, so runs find them already in memory.
 DEFAULT_PRELOAD = (
-    "numpy", "collections", "itertools", "functools", "heapq", "bisect", "math", "cmath", "re",
+    "collections", "itertools", "functools", "heapq", "bisect", "math", "cmath", "re",
     "json", "string", "random", "fractions", "decimal", "statistics", "typing", "dataclasses",
     "copy", "operator", "array", "traceback", "threading", "atexit", "enum", "struct", "time",
     "datetime", "textwrap", "unittest",
 )  # fmt: skip
+# Imported as well by a slot's second server, started when a program first names one of them.
+# Forking an interpreter with numpy in it costs every run about half a millisecond more (its
+# pages are copied and torn down with each child), so programs that do not name it run without.
+DEFAULT_EXTRA_PRELOAD = ("numpy",)
 
 
 class SandboxError(Exception):
@@ -52,6 +57,7 @@ class SandboxConfig:
     """How slots are set up on this machine."""
 
     preload: tuple[str, ...] = DEFAULT_PRELOAD
+    extra_preload: tuple[str, ...] = DEFAULT_EXTRA_PRELOAD
     uid_base: int = 1_990_000  # runs of slot n use the first free uid from here when root
     uid_count: int = 4096
     lock_dir: str = "/run/evalfarm/slots"
@@ -60,16 +66,22 @@ class SandboxConfig:
 
 
 class Sandbox:
-    """One slot: a fork server process running one program at a time, each in a fresh child."""
+    """One slot: fork servers running one program at a time, each in a fresh child.
+
+    A slot has a base server (the stdlib preload), started by `launch`/`start`, and an extended one
+    (`extra_preload` as well), started the first time a program names one of those packages. A
+    program that imports one without naming it (through `importlib`, say) still works on the base
+    server: it pays the import, within its own limits.
+    """
 
     def __init__(self, slot: int = 0, config: SandboxConfig | None = None) -> None:
         self.slot = slot
         self.config = config or SandboxConfig()
-        self.layers: dict[str, str] = {}
         self.uid: int | None = None
         self._uid_lock: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._channel: socket.socket | None = None
+        self._base = _Server(self, "base", self.config.preload)
+        self._extended = _Server(self, "extended", self.config.preload + self.config.extra_preload)
+        self._wants_extended = _names_pattern(self.config.extra_preload)
         self._lock = threading.Lock()
 
     def __enter__(self) -> Sandbox:
@@ -80,14 +92,24 @@ class Sandbox:
         self.close()
 
     @property
+    def layers(self) -> dict[str, str]:
+        """Isolation layer -> its state, as the base server's probe run found them."""
+        return self._base.layers
+
+    @property
     def server_process(self) -> subprocess.Popen[bytes] | None:
-        """This slot's fork server process, once launched."""
-        return self._process
+        """This slot's base fork server process, once launched."""
+        return self._base.process
 
     @property
     def server_pid(self) -> int | None:
-        """The pid of this slot's fork server process, while it runs."""
-        return self._process.pid if self._process is not None else None
+        """The pid of this slot's base fork server, while it runs."""
+        return self._base.process.pid if self._base.process is not None else None
+
+    @property
+    def server_processes(self) -> list[subprocess.Popen[bytes]]:
+        """Every fork server process of this slot that was launched."""
+        return [s.process for s in (self._base, self._extended) if s.process is not None]
 
     @property
     def status_line(self) -> str:
@@ -96,48 +118,14 @@ class Sandbox:
         return f"sandbox slot {self.slot} (layers checked by a probe run): {layers}"
 
     def start(self) -> None:
-        """Start the fork server (unless `launch` did) and wait until it reports its isolation layers."""
-        if self.layers:
-            return
-        self.launch()
-        assert self._channel is not None
-        self._channel.settimeout(self.config.start_timeout_s)
-        try:
-            hello, _ = _protocol.recv(self._channel)
-        except (OSError, _protocol.ProtocolError) as error:
-            self._stop()
-            raise SandboxError(f"sandbox slot {self.slot} did not start: {error}") from error
-        if not hello.get("ready"):
-            self._stop()
-            raise SandboxError(f"sandbox slot {self.slot} failed to set up: {hello.get('error')}")
-        self.layers = hello["layers"]
-        log.info("%s", self.status_line)
+        """Start the base server (unless `launch` did) and wait until it reports its isolation layers."""
+        if not self._base.layers:
+            self._base.start()
+            log.info("%s", self.status_line)
 
     def launch(self) -> None:
-        """Spawn the fork server without waiting for it, so it can set up while the caller works."""
-        if self._process is not None:
-            return
-        if os.geteuid() == 0 and self.uid is None:
-            self.uid, self._uid_lock = _claim_uid(self.config, self.slot)
-        ours, theirs = socket.socketpair()
-        server_config = {
-            "uid": self.uid,
-            "parent_pid": os.getpid(),
-            "control_fd": theirs.fileno(),
-            "preload": list(self.config.preload),
-            "python_dirs": _python_dirs(),
-        }
-        boot = f"import sys; sys.path[:0] = {_import_paths()!r}; from sandbox._server import main; main()"
-        self._process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", boot, json.dumps(server_config)],
-            pass_fds=[theirs.fileno()],
-            env=RUN_ENVIRONMENT,  # the server's whole environment, inherited as is by its runs
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            cwd="/",
-        )
-        theirs.close()
-        self._channel = ours
+        """Spawn the base server without waiting for it, so it can set up while the caller works."""
+        self._base.launch()
 
     def run(
         self,
@@ -155,58 +143,137 @@ class Sandbox:
         if call is not None:
             request["call"] = {"func_name": call.func_name, "max_value_bytes": call.max_value_bytes}
             args = json.dumps({"args": call.args, "kwargs": call.kwargs}).encode()
+        server = self._extended if self._wants_extended.search(code_bytes) else self._base
         with self._lock:
             try:
-                self.start()
-                return self._exchange(request, code_bytes, stdin_bytes, args, limits)
+                if server is self._base:
+                    self.start()
+                else:
+                    server.start()
+                return server.exchange(request, code_bytes, stdin_bytes, args, limits)
             except (OSError, _protocol.ProtocolError, SandboxError) as error:
-                log.error("sandbox slot %d lost its server: %s", self.slot, error)
-                self._stop()
+                log.error("sandbox slot %d lost its %s server: %s", self.slot, server.name, error)
+                server.stop()
                 return RunResult(status=Status.INFRA_ERROR, error=f"sandbox failure: {error}")
 
-    def _exchange(
-        self, request: dict[str, Any], code: bytes, stdin: bytes, args: bytes, limits: Limits
-    ) -> RunResult:
-        assert self._channel is not None
-        self._channel.settimeout(limits.wall_s + self.config.margin_s)
-        _protocol.send(self._channel, request, code, stdin, args)
-        header, (stdout, stderr) = _protocol.recv(self._channel)
-        header["status"] = Status(header["status"])
-        return RunResult(stdout=stdout, stderr=stderr, **header)
-
     def close(self) -> None:
-        """Stop the fork server and release the slot's uid."""
+        """Stop the fork servers and release the slot's uid."""
         with self._lock:
-            self._stop()
+            self._base.stop()
+            self._extended.stop()
             if self._uid_lock is not None:
                 os.close(self._uid_lock)
                 self._uid_lock = None
                 self.uid = None
 
     def release(self) -> None:
-        """Let go of a sandbox this process holds only by inheritance (a fork): our copy of its
-        channel is closed, its server is left to the process that owns it."""
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = None
-        self._process = None
+        """Let go of a sandbox this process holds only by inheritance (a fork): our copies of its
+        channels are closed, its servers are left to the process that owns them."""
+        self._base.release()
+        self._extended.release()
         if self._uid_lock is not None:
             os.close(self._uid_lock)  # the lock stays held through the owner's descriptor
             self._uid_lock = None
 
-    def _stop(self) -> None:
+    def _claim(self) -> int | None:
+        """The slot's uid when root (claimed on first use), None otherwise."""
+        if os.geteuid() == 0 and self.uid is None:
+            self.uid, self._uid_lock = _claim_uid(self.config, self.slot)
+        return self.uid
+
+
+class _Server:
+    """One fork server process of a slot and the socket to it."""
+
+    def __init__(self, sandbox: Sandbox, name: str, preload: tuple[str, ...]) -> None:
+        self.sandbox = sandbox
+        self.name = name
+        self.preload = preload
+        self.layers: dict[str, str] = {}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.channel: socket.socket | None = None
+
+    def launch(self) -> None:
+        if self.process is not None:
+            return
+        uid = self.sandbox._claim()
+        ours, theirs = socket.socketpair()
+        server_config = {
+            "uid": uid,
+            # Servers of a slot take turns, but each caches the limits it wrote: one cgroup each.
+            "cgroup": f"evalfarm-slot-{uid}" + ("" if self.name == "base" else f"-{self.name}"),
+            "parent_pid": os.getpid(),
+            "control_fd": theirs.fileno(),
+            "preload": list(self.preload),
+            "python_dirs": _python_dirs(),
+        }
+        boot = f"import sys; sys.path[:0] = {_import_paths()!r}; from sandbox._server import main; main()"
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", boot, json.dumps(server_config)],
+            pass_fds=[theirs.fileno()],
+            env=RUN_ENVIRONMENT,  # the server's whole environment, inherited as is by its runs
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            cwd="/",
+        )
+        theirs.close()
+        self.channel = ours
+
+    def start(self) -> None:
+        """Launch (if not yet) and wait for the server's report of its isolation layers."""
+        if self.layers:
+            return
+        self.launch()
+        assert self.channel is not None
+        slot = self.sandbox.slot
+        self.channel.settimeout(self.sandbox.config.start_timeout_s)
+        try:
+            hello, _ = _protocol.recv(self.channel)
+        except (OSError, _protocol.ProtocolError) as error:
+            self.stop()
+            raise SandboxError(f"sandbox slot {slot} ({self.name}) did not start: {error}") from error
+        if not hello.get("ready"):
+            self.stop()
+            raise SandboxError(f"sandbox slot {slot} ({self.name}) failed to set up: {hello.get('error')}")
+        self.layers = hello["layers"]
+
+    def exchange(
+        self, request: dict[str, Any], code: bytes, stdin: bytes, args: bytes, limits: Limits
+    ) -> RunResult:
+        assert self.channel is not None
+        self.channel.settimeout(limits.wall_s + self.sandbox.config.margin_s)
+        _protocol.send(self.channel, request, code, stdin, args)
+        header, (stdout, stderr) = _protocol.recv(self.channel)
+        header["status"] = Status(header["status"])
+        return RunResult(stdout=stdout, stderr=stderr, **header)
+
+    def release(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        self.process = None
+
+    def stop(self) -> None:
         self.layers = {}
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = None
-        if self._process is not None:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        if self.process is not None:
             # A closed channel ends the server's loop; it exits and reaps its own children.
             try:
-                self._process.wait(timeout=2)
+                self.process.wait(timeout=2)
             except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            self._process = None
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+
+def _names_pattern(packages: tuple[str, ...]) -> re.Pattern[bytes]:
+    """Matches a program's text that names one of `packages` (their top-level names) as a word."""
+    names = sorted({name.split(".")[0] for name in packages})
+    if not names:
+        return re.compile(rb"(?!)")  # matches nothing
+    return re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
 
 
 def _claim_uid(config: SandboxConfig, slot: int) -> tuple[int, int]:

@@ -60,14 +60,14 @@ def load_cases() -> list[Case]:
     return cases
 
 
-_SERVERS: list[int] = []  # the pid of the sandbox server process under test
+_SANDBOXES: list[Sandbox] = []  # the sandbox under test
 _UIDS: list[int] = []  # the host uid of its runs
 
 
 def run_case(sandbox: Sandbox, case: Case) -> tuple[RunResult, list[str]]:
     """Run one case; return its result and the host-side problems found (empty when contained)."""
     sandbox.start()
-    _SERVERS[:] = [sandbox.server_pid] if sandbox.server_pid else []
+    _SANDBOXES[:] = [sandbox]
     _UIDS[:] = [run_uid(sandbox)]
     with _CHECKS.get(case.check or "", _no_check)(case) as (stdin, verify):
         result = sandbox.run(case.code, stdin, case.limits)
@@ -98,11 +98,12 @@ def _stopped_early(case: Case) -> Iterator[tuple[str, Verifier]]:
 def _no_leftover_processes(case: Case) -> Iterator[tuple[str, Verifier]]:
     def verify(result: RunResult) -> list[str]:
         time.sleep(2.5)  # past the moment the daemon would write its file
+        case_servers = tuple(server.pid for server in sandbox.server_processes)
         return [
             f"processes left behind: {pids}" for pids in [leftover_processes(case_uid, case_servers)] if pids
         ]
 
-    case_servers = tuple(_SERVERS)
+    sandbox = _SANDBOXES[0]
     case_uid = _UIDS[0]
     yield "", verify
 

@@ -3,6 +3,7 @@ and no process of any run may be left."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -38,6 +39,17 @@ def hostile_sandbox():
 def test_hostile_program_is_contained(hostile_sandbox: Sandbox, case: corpus.Case) -> None:
     result, problems = corpus.run_case(hostile_sandbox, case)
     assert problems == [], f"{case.name}: {result.status.value} {result.error} {result.stdout[-300:]!r}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_hostile_program_is_contained_on_the_extended_server(
+    hostile_sandbox: Sandbox, case: corpus.Case
+) -> None:
+    # A program naming numpy runs on the slot's second server, which has numpy preloaded.
+    numpy_case = dataclasses.replace(case, code="import numpy\n" + case.code)
+    result, problems = corpus.run_case(hostile_sandbox, numpy_case)
+    assert problems == [], f"{case.name}: {result.status.value} {result.error} {result.stdout[-300:]!r}"
+    assert len(hostile_sandbox.server_processes) == 2
 
 
 @pytest.mark.slow

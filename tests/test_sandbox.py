@@ -131,6 +131,20 @@ def test_numpy_is_preloaded_and_single_threaded(sandbox: Sandbox) -> None:
     assert sandbox.run(code).stdout == b"True 1\n3.0\n"
 
 
+def test_programs_not_naming_numpy_run_on_a_server_without_it() -> None:
+    with Sandbox(slot=903) as sandbox:
+        assert len(sandbox.server_processes) == 1
+        assert sandbox.run("import sys\nprint('nu' + 'mpy' in sys.modules)").stdout == b"False\n"
+        assert len(sandbox.server_processes) == 1  # the extended server starts only when needed
+        # Imported without being named, numpy still works there: the run pays for the import.
+        code = "import importlib\nm = importlib.import_module('nu' + 'mpy')\nprint(m.arange(4).sum())"
+        result = sandbox.run(code)
+        assert (result.status, result.stdout) == (Status.OK, b"6\n"), result.stderr[-500:]
+        assert len(sandbox.server_processes) == 1
+        assert sandbox.run("import numpy, sys\nprint(numpy.ones(2).sum())").stdout == b"2.0\n"
+        assert len(sandbox.server_processes) == 2
+
+
 def test_environment_is_the_allow_list(sandbox: Sandbox) -> None:
     result = sandbox.run("import os, json\nprint(json.dumps(dict(os.environ)))")
     assert set(json.loads(result.stdout)) == {
