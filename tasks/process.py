@@ -7,9 +7,12 @@ every chunk it scores reuses it, so the sandbox's fork server starts once per ch
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from broker.settings import Settings
 from envs import Context, register
+
+if TYPE_CHECKING:
+    from broker.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -17,10 +20,12 @@ _context: Context | None = None
 _settings: Settings | None = None
 
 
-def configure(settings: Settings) -> None:
+def configure(settings: Settings | None) -> None:
     """Remember the node's settings and register the extra envs it names (in the parent, before fork)."""
     global _settings
     _settings = settings
+    if settings is None:  # the defaults: no extra envs
+        return
     for env_id, target in settings.extra_envs.items():
         register(env_id, target)
         log.info("registered extra env %r -> %s", env_id, target)
@@ -57,6 +62,6 @@ def close_process() -> None:
 
 def _datasets() -> object:
     """The datasets this node serves: a store over `datasets_dir`, loaded on first lookup."""
-    from envs.datasets import DatasetStore
+    from envs.datasets import DatasetStore, resolve_datasets_dir
 
-    return DatasetStore(_settings.datasets_dir if _settings else None)
+    return DatasetStore(resolve_datasets_dir(_settings.datasets_dir if _settings else None))

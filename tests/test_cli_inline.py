@@ -77,3 +77,32 @@ def test_score_inline_equals_run_for_the_same_program(tmp_path: Path) -> None:
     assert {k: v for k, v in single.items() if k not in volatile} == {
         k: v for k, v in batch.items() if k not in volatile
     }
+
+
+@pytest.mark.parametrize("where", ["default directory", "EVALFARM_DATASETS_DIR"])
+def test_score_inline_finds_an_installed_dataset(tmp_path: Path, where: str) -> None:
+    # `datasets load` and the scoring processes agree on the directory, whether or not it is set.
+    problems = tmp_path / "mul.jsonl"
+    tests = [{"input": "3 4\n", "output": "12\n"}]
+    problems.write_text(
+        json.dumps({"id": "mul", "description": "", "public_tests": tests, "hidden_tests": tests})
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home")}
+    if where == "EVALFARM_DATASETS_DIR":
+        env["EVALFARM_DATASETS_DIR"] = str(tmp_path / "datasets")
+    code = "a, b = map(int, input().split())\nprint(a * b)"
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(json.dumps({"id": "j", "env": "codecontests", "code": code, "problem_id": "mul"}) + "\n")
+
+    def evalfarm_in(*args: str) -> str:
+        completed = subprocess.run(
+            [*EVALFARM, *args], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env
+        )
+        assert completed.returncode == 0, completed.stderr
+        return completed.stdout
+
+    evalfarm_in("datasets", "load", str(problems))
+    result = json.loads(evalfarm_in("score", str(jobs), "--inline", "--no-progress"))
+    assert (result["status"], result["reward"]) == ("ok", 1.0), result["error"]
+    installed = tmp_path / ("datasets" if env.get("EVALFARM_DATASETS_DIR") else "home/.local/share/evalfarm")
+    assert list(installed.rglob("mul.jsonl"))

@@ -24,6 +24,19 @@ def _init_worker(cpus: list[int] | None, sandboxes: list[Any]) -> None:
     process.open_process(slot=index, sandbox=own)
 
 
+def settings_from_environment() -> Any:
+    """The `EVALFARM_*` settings, or None (meaning their defaults) when no such variable is set.
+
+    A local pool needs only a few of them, and importing pydantic-settings takes about 0.1 s, which
+    shows next to scoring a small file; so it is loaded only when there is something to read.
+    """
+    if not any(name.startswith("EVALFARM_") for name in os.environ):
+        return None
+    from broker.settings import Settings
+
+    return Settings()
+
+
 def score_line(line: str) -> dict[str, Any]:
     """Parse one JSONL line and score it; a line that is not JSON becomes an invalid_job result."""
     from envs import make_result, score_job
@@ -64,13 +77,13 @@ class InlinePool:
         sandboxes = [Sandbox(slot=index) for index in range(workers)]
         for sandbox in sandboxes:
             sandbox.launch()
-        self._servers = [sandbox.server_process for sandbox in sandboxes if sandbox.server_process]
+        self._servers = [server for sandbox in sandboxes for server in sandbox.server_processes]
 
-        from broker.settings import Settings
         from envs import InvalidJob, get_env
+        from envs.datasets import DatasetStore  # noqa: F401  (imported once, not by each process)
         from tasks import process
 
-        process.configure(Settings())
+        process.configure(settings_from_environment())
         for env_id in env_ids:
             try:
                 get_env(env_id)

@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 
@@ -37,15 +37,25 @@ def write_results(
     results: Iterator[dict[str, Any]], total: int, output: IO[str], progress: bool
 ) -> dict[str, int]:
     """Write results as JSONL while advancing a progress bar; return the count by status."""
-    from tqdm import tqdm
-
     counts: dict[str, int] = {}
-    with tqdm(total=total, unit="job", disable=not progress, file=sys.stderr) as bar:
+    with _progress_bar(total, progress) as advance:
         for result in results:
             output.write(json.dumps(result) + "\n")
             counts[result["status"]] = counts.get(result["status"], 0) + 1
-            bar.update()
+            advance()
     return counts
+
+
+@contextlib.contextmanager
+def _progress_bar(total: int, shown: bool) -> Iterator[Callable[[], object]]:
+    """A function advancing a bar on stderr by one job; tqdm is not even imported when not shown."""
+    if not shown:
+        yield lambda: None
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=total, unit="job", file=sys.stderr) as bar:
+        yield bar.update
 
 
 def score(args: argparse.Namespace) -> int:
