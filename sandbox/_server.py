@@ -126,7 +126,10 @@ class Server:
 
     def serve(self, channel: socket.socket) -> None:
         """Answer run requests until the client closes the channel."""
-        _protocol.send(channel, {"ready": True, "layers": self.layers, "pid": os.getpid()})
+        try:
+            _protocol.send(channel, {"ready": True, "layers": self.layers, "pid": os.getpid()})
+        except OSError:  # the client went away before the slot was ready
+            return
         while True:
             try:
                 request, blobs = _protocol.recv(channel)
@@ -365,6 +368,8 @@ def main() -> None:
     """Entry point: `python -I -S -c ...` with the config as JSON in argv[1]."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s sandbox[%(process)d] %(message)s")
     config = json.loads(sys.argv[1])
+    if config.get("cpus"):
+        os.sched_setaffinity(0, config["cpus"])  # first, so every process of the slot inherits it
     os.dup2(config["control_fd"], CONTROL_FD)
     os.close(config["control_fd"])
     channel = socket.socket(fileno=CONTROL_FD)

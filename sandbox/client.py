@@ -74,9 +74,13 @@ class Sandbox:
     server: it pays the import, within its own limits.
     """
 
-    def __init__(self, slot: int = 0, config: SandboxConfig | None = None) -> None:
+    def __init__(
+        self, slot: int = 0, config: SandboxConfig | None = None, cpus: set[int] | None = None
+    ) -> None:
+        """`cpus`: cores this slot's servers (and so its runs) are pinned to; default: the caller's."""
         self.slot = slot
         self.config = config or SandboxConfig()
+        self.cpus = sorted(cpus) if cpus else None
         self.uid: int | None = None
         self._uid_lock: int | None = None
         self._base = _Server(self, "base", self.config.preload)
@@ -206,6 +210,7 @@ class _Server:
             "control_fd": theirs.fileno(),
             "preload": list(self.preload),
             "python_dirs": _python_dirs(),
+            "cpus": self.sandbox.cpus,
         }
         boot = f"import sys; sys.path[:0] = {_import_paths()!r}; from sandbox._server import main; main()"
         self.process = subprocess.Popen(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +108,32 @@ def test_score_inline_finds_an_installed_dataset(tmp_path: Path, where: str) -> 
     assert (result["status"], result["reward"]) == ("ok", 1.0), result["error"]
     installed = tmp_path / ("datasets" if env.get("EVALFARM_DATASETS_DIR") else "home/.local/share/evalfarm")
     assert list(installed.rglob("mul.jsonl"))
+
+
+def test_inline_pools_pin_each_slot_and_can_follow_one_another(tmp_path: Path) -> None:
+    # Each pool process, its sandbox servers and so its runs sit on one core; and a second pool in the
+    # same process uses the slots it launched (the slot index is the pool's own count).
+    script = tmp_path / "two_pools.py"
+    script.write_text(
+        "import json, logging, sys\n"
+        "from workers.inline import InlinePool\n"
+        "logging.basicConfig(level=logging.INFO)\n"
+        "code = 'import os, time\\ntime.sleep(0.2)\\nprint(sorted(os.sched_getaffinity(0)))'\n"
+        "job = {'env': 'program', 'code': code}\n"
+        "for _ in range(2):\n"
+        "    with InlinePool(2) as pool:  # one job per message and slow jobs: both slots get some\n"
+        "        for result in pool.score([dict(job, id=str(i)) for i in range(6)], chunksize=1):\n"
+        "            print(json.dumps([result['status'], json.loads(result['stdout'])]))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "Traceback" not in completed.stderr, completed.stderr  # no server left without its client
+    started = re.findall(r"sandbox slot (\d+) \(", completed.stderr)
+    assert sorted(started) == ["0", "0", "1", "1"], completed.stderr  # two slots per pool, no more
+    results = [json.loads(line) for line in completed.stdout.splitlines()]
+    assert len(results) == 12 and all(status == "ok" for status, _ in results)
+    assert all(len(cores) == 1 for _, cores in results)
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert len({cores[0] for _, cores in results}) >= 2  # the two slots on different cores

@@ -10,16 +10,18 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 
-def _init_worker(cpus: list[int] | None, sandboxes: list[Any]) -> None:
+def _init_worker(cpus: list[int], sandboxes: list[Any], next_index: Any) -> None:
     from tasks import process
 
-    index = multiprocessing.current_process()._identity[0] - 1
-    if cpus:
-        os.sched_setaffinity(0, {cpus[index % len(cpus)]})
+    with next_index.get_lock():  # this pool's count: a process's global identity is not
+        index = next_index.value
+        next_index.value += 1
+    os.sched_setaffinity(0, {cpus[index % len(cpus)]})
     for other, sandbox in enumerate(sandboxes):
         if other != index:
             sandbox.release()
-    # A replacement for a dead pool process (index past the first ones) starts a sandbox of its own.
+    # A replacement for a dead pool process (index past the first ones) starts a sandbox of its own,
+    # on the core it was pinned to.
     own = sandboxes[index] if index < len(sandboxes) else None
     process.open_process(slot=index, sandbox=own)
 
@@ -66,15 +68,18 @@ def env_ids_of(lines: Iterable[str]) -> set[str]:
 class InlinePool:
     """`workers` processes scoring jobs in input order; use as a context manager.
 
-    `env_ids`: envs imported before the pool forks, so every process shares them instead of each
-    importing them again.
+    Process i and its slot's servers and runs are pinned to core `cpus[i % len(cpus)]` (default: the
+    cores this process may use), as a farm node pins its children: a slot's processes hand each run
+    back and forth, and do so faster on one core. `env_ids`: envs imported before the pool forks, so
+    every process shares them instead of each importing them again.
     """
 
     def __init__(self, workers: int = 2, cpus: list[int] | None = None, env_ids: Iterable[str] = ()) -> None:
         from sandbox import Sandbox
 
-        # The slots' servers set up (numpy import included) while this process imports and forks.
-        sandboxes = [Sandbox(slot=index) for index in range(workers)]
+        cpus = cpus or sorted(os.sched_getaffinity(0))
+        # The slots' servers set up while this process imports and forks.
+        sandboxes = [Sandbox(slot=i, cpus={cpus[i % len(cpus)]}) for i in range(workers)]
         for sandbox in sandboxes:
             sandbox.launch()
         self._servers = [server for sandbox in sandboxes for server in sandbox.server_processes]
@@ -91,7 +96,8 @@ class InlinePool:
                 pass  # an unknown env: each of its jobs gets its own invalid_job result
         self.workers = workers
         ctx = multiprocessing.get_context("fork")  # started before any thread: fork is safe here
-        self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cpus, sandboxes))
+        next_index = ctx.Value("i", 0)
+        self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cpus, sandboxes, next_index))
         for sandbox in sandboxes:
             sandbox.release()  # each now belongs to its pool process
 

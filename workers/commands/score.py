@@ -21,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     add_arguments(where)
     parser.add_argument("--workers", type=int, default=2, help="processes for --inline and --local")
-    parser.add_argument("--cpus", help="comma-separated cores to pin --inline workers to")
+    parser.add_argument(
+        "--cpus", help="comma-separated cores to pin --inline workers and their sandboxes to (default: all)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(func=score)
 
