@@ -13,7 +13,6 @@ import atexit
 import gc
 import importlib
 import json
-import logging
 import os
 import resource
 import select
@@ -26,8 +25,6 @@ from typing import Any
 from sandbox import _cgroups, _landlock, _linux, _probe, _protocol, _rootfs, _runner, _seccomp
 from sandbox.limits import Limits
 from sandbox.status import Status
-
-log = logging.getLogger("evalfarm.sandbox.server")
 
 CONTROL_FD = 200  # the client's socket is moved here, clear of the run's 0-3
 RUN_UID = 1000  # a run's uid inside the user namespace, when the worker is not root
@@ -69,8 +66,8 @@ class Server:
         self._setup_seccomp()
         self._setup_landlock()
         _runner.install_stdio()
-        # Exit handlers the preloaded modules registered (logging's, for one) are the server's, not
-        # a program's: a run runs only the handlers its own program registers.
+        # Exit handlers the preloaded modules registered are the server's, not a program's: a run
+        # runs only the handlers its own program registers.
         atexit._clear()
         gc.freeze()  # runs then never scan (and so never copy) the preloaded objects
         self.layers["rlimits"] = "on (as, cpu, fsize, nofile, nproc, core=0, stack)"
@@ -366,7 +363,6 @@ def _write(path: str, text: str) -> None:
 
 def main() -> None:
     """Entry point: `python -I -S -c ...` with the config as JSON in argv[1]."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s sandbox[%(process)d] %(message)s")
     config = json.loads(sys.argv[1])
     if config.get("cpus"):
         os.sched_setaffinity(0, config["cpus"])  # first, so every process of the slot inherits it

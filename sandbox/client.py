@@ -25,11 +25,13 @@ log = logging.getLogger("evalfarm.sandbox")
 
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 
-# Imported once by every fork server, so runs find them already in memory.
+# Imported once by every fork server, so runs find them already in memory. Not `threading` (nor
+# `logging`, which imports it): a module that registers an after-fork hook makes every run pay for
+# it, threading's about 50 page copies; a program that starts threads imports it itself.
 DEFAULT_PRELOAD = (
     "collections", "itertools", "functools", "heapq", "bisect", "math", "cmath", "re",
     "json", "string", "random", "fractions", "decimal", "statistics", "typing", "dataclasses",
-    "copy", "operator", "array", "traceback", "threading", "atexit", "enum", "struct", "time",
+    "copy", "operator", "array", "traceback", "atexit", "enum", "struct", "time",
     "datetime", "textwrap", "unittest",
 )  # fmt: skip
 # Imported as well by a slot's second server, started when a program first names one of them.
