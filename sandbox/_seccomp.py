@@ -139,8 +139,18 @@ def supported() -> bool:
     return _linux.MACHINE in _SYSCALLS
 
 
-def install(filter_code: bytes) -> None:
-    """Load an assembled filter on the calling thread (needs no_new_privs or CAP_SYS_ADMIN)."""
-    buffer = ctypes.create_string_buffer(filter_code, len(filter_code))
-    prog = struct.pack("HxxxxxxQ", len(filter_code) // 8, ctypes.addressof(buffer))
-    _linux.syscall("seccomp", 1, 0, prog)  # SECCOMP_SET_MODE_FILTER, no flags
+class Loadable:
+    """An assembled filter in a buffer of this process and the `struct sock_fprog` pointing at it.
+
+    Built once by the fork server; a forked run has both at the same addresses and only makes the
+    system call (building them per run cost the run about 40 copy-on-write page faults).
+    """
+
+    def __init__(self, filter_code: bytes) -> None:
+        self._buffer = ctypes.create_string_buffer(filter_code, len(filter_code))
+        self.prog = struct.pack("HxxxxxxQ", len(filter_code) // 8, ctypes.addressof(self._buffer))
+
+
+def install(loadable: Loadable) -> None:
+    """Load a filter on the calling thread (needs no_new_privs or CAP_SYS_ADMIN)."""
+    _linux.syscall("seccomp", 1, 0, loadable.prog)  # SECCOMP_SET_MODE_FILTER, no flags

@@ -39,7 +39,7 @@ class Server:
         self.uid: int | None = config["uid"]
         self.user_namespace = self.uid is None
         self.layers: dict[str, str] = {}
-        self.seccomp_filter: bytes | None = None
+        self.seccomp_filter: _seccomp.Loadable | None = None
         self.landlock_abi = 0
         self.baseline_address_space = 0
         self.pid_ns_fd = -1
@@ -98,7 +98,7 @@ class Server:
 
     def _setup_seccomp(self) -> None:
         if _seccomp.supported():
-            self.seccomp_filter = _seccomp.assemble(_linux.MACHINE)
+            self.seccomp_filter = _seccomp.Loadable(_seccomp.assemble(_linux.MACHINE))
             self.layers["seccomp"] = f"on ({len(_seccomp.DENIED)} calls denied, namespace clones, AF_VSOCK)"
         else:
             self.layers["seccomp"] = f"off (no filter for {_linux.MACHINE})"
