@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import sys
@@ -38,7 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    return int(args.func(args) or 0)
+    code = int(args.func(args) or 0)
+    # The interpreter's shutdown collections would walk every object of every imported module
+    # (pydantic's make that about 15 ms); frozen, they are skipped. Nothing here outlives the process.
+    gc.freeze()
+    return code
 
 
 if __name__ == "__main__":

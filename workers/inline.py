@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -12,6 +13,8 @@ from typing import Any
 
 def _init_worker(cpus: list[int], sandboxes: list[Any], next_index: Any) -> None:
     from tasks import process
+
+    gc.enable()  # forked while the pool's parent held collection off; what it froze stays frozen here
 
     with next_index.get_lock():  # this pool's count: a process's global identity is not
         index = next_index.value
@@ -84,20 +87,31 @@ class InlinePool:
             sandbox.launch()
         self._servers = [server for sandbox in sandboxes for server in sandbox.server_processes]
 
-        from envs import InvalidJob, get_env
-        from envs.datasets import DatasetStore  # noqa: F401  (imported once, not by each process)
-        from tasks import process
+        # gc's recipe for forking a pool: no collection while importing (so the long-lived objects
+        # are not interleaved with freed holes), all of them frozen across the fork (so the pool
+        # processes' collections never touch, and copy, the pages they share with this one).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            from envs import InvalidJob, get_env
+            from envs.datasets import DatasetStore  # noqa: F401  (imported once, not by each process)
+            from tasks import process
 
-        process.configure(settings_from_environment())
-        for env_id in env_ids:
-            try:
-                get_env(env_id)
-            except InvalidJob:
-                pass  # an unknown env: each of its jobs gets its own invalid_job result
-        self.workers = workers
-        ctx = multiprocessing.get_context("fork")  # started before any thread: fork is safe here
-        next_index = ctx.Value("i", 0)
-        self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cpus, sandboxes, next_index))
+            process.configure(settings_from_environment())
+            for env_id in env_ids:
+                try:
+                    get_env(env_id)
+                except InvalidJob:
+                    pass  # an unknown env: each of its jobs gets its own invalid_job result
+            self.workers = workers
+            ctx = multiprocessing.get_context("fork")  # started before any thread: fork is safe here
+            next_index = ctx.Value("i", 0)
+            gc.freeze()
+            self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cpus, sandboxes, next_index))
+        finally:
+            gc.unfreeze()
+            if collecting:
+                gc.enable()
         for sandbox in sandboxes:
             sandbox.release()  # each now belongs to its pool process
 
