@@ -26,7 +26,7 @@ class Limits:
             return self
         if not isinstance(overrides, Mapping):
             raise ValueError("limits: must be an object")
-        values = dataclasses.asdict(self)
+        values = self.to_dict()
         for name, value in overrides.items():
             if name not in values:
                 raise ValueError(f"limits.{name}: unknown limit (known: {', '.join(values)})")
@@ -39,8 +39,12 @@ class Limits:
         return Limits(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        """The limits as a JSON-ready dict (stamped on every result)."""
-        return dataclasses.asdict(self)
+        """The limits as a JSON-ready dict (stamped on every result).
+
+        Built field by field: every value is a number, so `dataclasses.asdict`'s recursive deep copy
+        would only cost time (a tenth of a millisecond per job, twice per job).
+        """
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
 
 # What no job may ask for, whatever its env: a job asking for more is invalid.
