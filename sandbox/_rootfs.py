@@ -9,11 +9,16 @@ are not there at all.
 from __future__ import annotations
 
 import os
+import sys
 
 from sandbox import _linux
 
 STAGING = "/sys"  # exists on every Linux; only this server's private mount namespace is changed
 HOST_PROC = "/.hostproc"  # user-namespace mode only: see `build`
+# Every run mounts its own /proc and /tmp, hiding whatever the skeleton has there: Python directories
+# below them (a virtualenv in /tmp, say) are bound under this directory instead.
+COVERED = ("/proc", "/tmp")
+RELOCATED = "/.python"
 
 _SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/nsswitch.conf")
@@ -29,8 +34,9 @@ _KEEP_FLAGS = {
 }
 
 
-def build(python_dirs: list[str], keep_host_proc: bool) -> None:
-    """Pivot this process's (already private) mount namespace into a fresh skeleton root.
+def build(python_dirs: list[str], keep_host_proc: bool) -> dict[str, str]:
+    """Pivot this process's (already private) mount namespace into a fresh skeleton root; return
+    the Python directories bound elsewhere than their own path (see COVERED), old path -> new.
 
     `keep_host_proc`: in a user namespace the kernel lets a run mount a new /proc only while a
     fully visible proc is mounted in its namespace, so the host's is kept at HOST_PROC and each run
@@ -44,8 +50,13 @@ def build(python_dirs: list[str], keep_host_proc: bool) -> None:
     for path in _ETC_FILES:
         if os.path.exists(path):
             _bind(root, os.path.realpath(path), target=path)
+    relocated: dict[str, str] = {}
     for path in _outermost(python_dirs):
-        _bind(root, path)
+        if any(path == top or path.startswith(top + "/") for top in COVERED):
+            relocated[path] = f"{RELOCATED}/{len(relocated)}"
+            _bind(root, path, target=relocated[path])
+        else:
+            _bind(root, path)
     _make_dev(root)
     for directory in ("proc", "tmp"):
         os.makedirs(f"{root}/{directory}", mode=0o755, exist_ok=True)
@@ -57,6 +68,28 @@ def build(python_dirs: list[str], keep_host_proc: bool) -> None:
     _linux.umount2(".", _linux.MNT_DETACH)
     os.chdir("/")
     _linux.mount("none", "/", None, _linux.MS_REMOUNT | _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV)
+    return relocated
+
+
+def follow(relocated: dict[str, str]) -> None:
+    """Point the import system at the relocated directories: `sys.path` and the search path of
+    every package already imported (numpy imports some of its submodules only when first used)."""
+    if not relocated:
+        return
+
+    def moved(path: str) -> str:
+        real = os.path.realpath(path)
+        for old, new in relocated.items():
+            if real == old or real.startswith(old + "/"):
+                return new + real[len(old) :]
+        return path
+
+    sys.path[:] = [moved(path) for path in sys.path]
+    for module in list(sys.modules.values()):
+        search = getattr(module, "__path__", None)
+        if isinstance(search, list):
+            search[:] = [moved(path) for path in search]
+    sys.path_importer_cache.clear()
 
 
 def _outermost(paths: list[str]) -> list[str]:

@@ -61,7 +61,7 @@ class Server:
         self._enter_namespaces()
         self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         self._setup_cgroups()
-        _rootfs.build(self.config["python_dirs"], keep_host_proc=self.user_namespace)
+        _rootfs.follow(_rootfs.build(self.config["python_dirs"], keep_host_proc=self.user_namespace))
         self.layers["filesystem"] = "on (read-only skeleton root, private /proc and /tmp per run)"
         self._setup_seccomp()
         self._setup_landlock()

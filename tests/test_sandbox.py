@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from sandbox import CallSpec, Limits, Sandbox, Status
+from sandbox import CallSpec, Limits, Sandbox, SandboxConfig, Status
 
 pytestmark = pytest.mark.sandbox
 
@@ -206,3 +209,23 @@ def test_a_dead_server_is_an_infra_error_then_restarts(sandbox: Sandbox) -> None
     os.kill(sandbox.server_pid, signal.SIGKILL)
     assert sandbox.run("print(1)").status is Status.INFRA_ERROR
     assert sandbox.run("print(1)").stdout == b"1\n"
+
+
+def test_packages_installed_below_tmp_stay_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every run mounts its own /tmp, so a virtualenv there (a checkout in /tmp, say) is bound
+    # elsewhere, and the servers' import paths, preloaded packages' included, follow it.
+    site = Path(tempfile.mkdtemp(dir="/tmp")) / "site-packages"
+    package = site / "tmp_site_probe"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("VALUE = 41\n")
+    (package / "later.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(site))
+    config = SandboxConfig(preload=(*SandboxConfig().preload, "tmp_site_probe"))
+    try:
+        with Sandbox(slot=904, config=config) as sandbox:
+            code = "import tmp_site_probe as top, tmp_site_probe.later\nprint(top.VALUE + top.later.VALUE)"
+            result = sandbox.run(code)
+            assert (result.status, result.stdout) == (Status.OK, b"42\n"), result.stderr[-500:]
+            assert sandbox.run("import os\nprint(os.listdir('/tmp'))").stdout == b"[]\n"
+    finally:
+        shutil.rmtree(site.parent)
