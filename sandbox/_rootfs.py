@@ -36,7 +36,8 @@ _KEEP_FLAGS = {
 
 def build(python_dirs: list[str], keep_host_proc: bool) -> dict[str, str]:
     """Pivot this process's (already private) mount namespace into a fresh skeleton root; return
-    the Python directories bound elsewhere than their own path (see COVERED), old path -> new.
+    the Python directories runs find elsewhere than at the path given (a directory below COVERED,
+    or one given through a symlink), as given -> where.
 
     `keep_host_proc`: in a user namespace the kernel lets a run mount a new /proc only while a
     fully visible proc is mounted in its namespace, so the host's is kept at HOST_PROC and each run
@@ -50,13 +51,16 @@ def build(python_dirs: list[str], keep_host_proc: bool) -> dict[str, str]:
     for path in _ETC_FILES:
         if os.path.exists(path):
             _bind(root, os.path.realpath(path), target=path)
-    relocated: dict[str, str] = {}
+    placed: dict[str, str] = {}  # real path -> where the skeleton has it
     for path in _outermost(python_dirs):
-        if any(path == top or path.startswith(top + "/") for top in COVERED):
-            relocated[path] = f"{RELOCATED}/{len(relocated)}"
-            _bind(root, path, target=relocated[path])
-        else:
-            _bind(root, path)
+        placed[path] = f"{RELOCATED}/{len(placed)}" if _below(path, COVERED) else path
+        _bind(root, path, target=placed[path])
+    moved: dict[str, str] = {}  # a directory as the caller spells it -> where runs find it
+    for path in python_dirs:
+        real = os.path.realpath(path)
+        for top, where in placed.items():
+            if _below(real, (top,)) and where + real[len(top) :] != path:
+                moved[path] = where + real[len(top) :]
     _make_dev(root)
     for directory in ("proc", "tmp"):
         os.makedirs(f"{root}/{directory}", mode=0o755, exist_ok=True)
@@ -68,20 +72,20 @@ def build(python_dirs: list[str], keep_host_proc: bool) -> dict[str, str]:
     _linux.umount2(".", _linux.MNT_DETACH)
     os.chdir("/")
     _linux.mount("none", "/", None, _linux.MS_REMOUNT | _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV)
-    return relocated
+    return moved
 
 
-def follow(relocated: dict[str, str]) -> None:
-    """Point the import system at the relocated directories: `sys.path` and the search path of
-    every package already imported (numpy imports some of its submodules only when first used)."""
-    if not relocated:
+def follow(moved_dirs: dict[str, str]) -> None:
+    """Point the import system where `build` put the Python directories: `sys.path` and the search
+    path of every package already imported (numpy imports some submodules only when first used)."""
+    if not moved_dirs:
         return
+    longest_first = sorted(moved_dirs.items(), key=lambda item: -len(item[0]))
 
     def moved(path: str) -> str:
-        real = os.path.realpath(path)
-        for old, new in relocated.items():
-            if real == old or real.startswith(old + "/"):
-                return new + real[len(old) :]
+        for old, new in longest_first:
+            if _below(path, (old,)):
+                return new + path[len(old) :]
         return path
 
     sys.path[:] = [moved(path) for path in sys.path]
@@ -90,6 +94,11 @@ def follow(relocated: dict[str, str]) -> None:
         if isinstance(search, list):
             search[:] = [moved(path) for path in search]
     sys.path_importer_cache.clear()
+
+
+def _below(path: str, tops: tuple[str, ...]) -> bool:
+    """Whether `path` is one of `tops` or inside one."""
+    return any(path == top or path.startswith(top + "/") for top in tops)
 
 
 def _outermost(paths: list[str]) -> list[str]:

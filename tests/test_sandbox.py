@@ -211,15 +211,21 @@ def test_a_dead_server_is_an_infra_error_then_restarts(sandbox: Sandbox) -> None
     assert sandbox.run("print(1)").stdout == b"1\n"
 
 
-def test_packages_installed_below_tmp_stay_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("through_symlink", [False, True])
+def test_packages_installed_below_tmp_stay_importable(
+    monkeypatch: pytest.MonkeyPatch, through_symlink: bool
+) -> None:
     # Every run mounts its own /tmp, so a virtualenv there (a checkout in /tmp, say) is bound
     # elsewhere, and the servers' import paths, preloaded packages' included, follow it.
-    site = Path(tempfile.mkdtemp(dir="/tmp")) / "site-packages"
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    site = base / ("real-site" if through_symlink else "site-packages")
     package = site / "tmp_site_probe"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("VALUE = 41\n")
     (package / "later.py").write_text("VALUE = 1\n")
-    monkeypatch.syspath_prepend(str(site))
+    if through_symlink:
+        (base / "site-packages").symlink_to(site)
+    monkeypatch.syspath_prepend(str(base / "site-packages"))
     config = SandboxConfig(preload=(*SandboxConfig().preload, "tmp_site_probe"))
     try:
         with Sandbox(slot=904, config=config) as sandbox:
@@ -228,4 +234,4 @@ def test_packages_installed_below_tmp_stay_importable(monkeypatch: pytest.Monkey
             assert (result.status, result.stdout) == (Status.OK, b"42\n"), result.stderr[-500:]
             assert sandbox.run("import os\nprint(os.listdir('/tmp'))").stdout == b"[]\n"
     finally:
-        shutil.rmtree(site.parent)
+        shutil.rmtree(base)
