@@ -5,9 +5,12 @@ Every process started here is stopped by the fixture that started it, whatever t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -46,6 +49,28 @@ def worker_env(**overrides: str) -> dict[str, str]:
     env.update(overrides)
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT), env.get("PYTHONPATH", "")])
     return env
+
+
+@contextlib.contextmanager
+def running_up(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    """`evalfarm up --workers 1` with `env`: the process, its broker URL and its metrics URL.
+
+    Killed at exit if the test did not stop it.
+    """
+    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "1"]
+    up = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert up.stdout is not None
+        broker_line, metrics_line = up.stdout.readline(), up.stdout.readline()
+        assert broker_line.startswith("broker:  redis://127.0.0.1:"), broker_line
+        assert metrics_line.startswith("metrics: "), metrics_line
+        yield up, broker_line.split()[1], metrics_line.split()[1]
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+        if up.stdout is not None:
+            up.stdout.close()
 
 
 def client_settings(url: str, **overrides: Any) -> Settings:

@@ -169,15 +169,7 @@ def _descendants(pid: int) -> set[int]:
 
 
 def test_up_serves_a_farm_and_stops_everything_it_started() -> None:
-    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "1"]
-    up = subprocess.Popen(command, cwd=ROOT, env=worker_env(), stdout=subprocess.PIPE, text=True)
-    try:
-        assert up.stdout is not None
-        broker_line = up.stdout.readline()
-        metrics_line = up.stdout.readline()
-        assert broker_line.startswith("broker:  redis://127.0.0.1:"), broker_line
-        assert metrics_line.startswith("metrics: "), metrics_line
-        url = broker_line.split()[1]
+    with farm_support.running_up(worker_env()) as (up, url, _):
         with Farm(settings=farm_support.client_settings(url), progress=False) as client:
             jobs = farm_support.sleepy_jobs(10, 0.01)
             farm_support.assert_each_once(jobs, client.score(jobs))
@@ -187,12 +179,6 @@ def test_up_serves_a_farm_and_stops_everything_it_started() -> None:
         assert up.wait(60) == 0
         time.sleep(0.2)
         assert not [pid for pid in started if Path(f"/proc/{pid}").exists()]
-    finally:
-        if up.poll() is None:
-            up.kill()
-            up.wait()
-        if up.stdout is not None:
-            up.stdout.close()
 
 
 def test_a_killed_score_local_leaves_nothing_running(tmp_path: Path) -> None:

@@ -38,30 +38,32 @@ def test_results_stream_once_each_and_in_order(redis_server, workers, farm) -> N
     assert farm.last_stats.messages >= 8  # at least 4 per pool process
 
 
-def test_sigkill_pool_child_mid_batch(workers, farm) -> None:
-    node = workers.start()
+def _stream_with_a_fault(farm: Farm, fault: Any) -> None:
+    """Stream 60 jobs, call `fault()` once 10 results are in; every job must come back exactly once."""
     jobs = sleepy_jobs(60, 0.05)
     results: dict[int, Any] = {}
     for index, result in farm.stream(jobs):
         assert index not in results
         results[index] = result
         if len(results) == 10:
-            os.kill(pool_children(node)[0], signal.SIGKILL)
+            fault()
     assert_each_once(jobs, [results[i] for i in range(len(jobs))])
+
+
+def test_sigkill_pool_child_mid_batch(workers, farm) -> None:
+    node = workers.start()
+    _stream_with_a_fault(farm, lambda: os.kill(pool_children(node)[0], signal.SIGKILL))
     assert node.alive
 
 
 def test_sigkill_whole_node_mid_batch(workers, farm) -> None:
     first = workers.start(name="first@localhost")
-    jobs = sleepy_jobs(60, 0.05)
-    results: dict[int, Any] = {}
-    for index, result in farm.stream(jobs):
-        assert index not in results
-        results[index] = result
-        if len(results) == 10:
-            kill_node(first)  # its reserved chunks sit unacked until the visibility timeout
-            workers.start(name="second@localhost")
-    assert_each_once(jobs, [results[i] for i in range(len(jobs))])
+
+    def replace_the_node() -> None:
+        kill_node(first)  # its reserved chunks sit unacked until the visibility timeout
+        workers.start(name="second@localhost")
+
+    _stream_with_a_fault(farm, replace_the_node)
 
 
 def test_sigterm_finishes_or_requeues_in_flight_work(workers, farm) -> None:
@@ -78,15 +80,13 @@ def test_sigterm_finishes_or_requeues_in_flight_work(workers, farm) -> None:
 
 def test_redis_restart_mid_batch(redis_server, workers, farm) -> None:
     workers.start()
-    jobs = sleepy_jobs(60, 0.05)
-    results: dict[int, Any] = {}
-    for index, result in farm.stream(jobs):
-        results[index] = result
-        if len(results) == 10:
-            redis_server.stop()  # SIGTERM: Redis writes its AOF out before exiting
-            time.sleep(1.0)
-            redis_server.start()
-    assert_each_once(jobs, [results[i] for i in range(len(jobs))])
+
+    def restart_redis() -> None:
+        redis_server.stop()  # SIGTERM: Redis writes its AOF out before exiting
+        time.sleep(1.0)
+        redis_server.start()
+
+    _stream_with_a_fault(farm, restart_redis)
 
 
 def test_job_that_always_kills_its_worker_ends_as_infra_error(workers, farm) -> None:

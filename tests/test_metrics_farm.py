@@ -7,15 +7,13 @@ port and keeps its multiprocess files in the test's directory.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import farm_support
 import pytest
-from farm_support import ROOT, WORKER_SETTINGS, client_settings, sleepy_jobs, wait_for, worker_env
+from farm_support import WORKER_SETTINGS, client_settings, running_up, sleepy_jobs, wait_for, worker_env
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.client import Farm
@@ -156,21 +154,10 @@ def test_metrics_count_retries_and_failures_of_messages_whose_process_died(worke
 def test_up_prints_the_metrics_url_it_serves(tmp_path: Path) -> None:
     port = free_port()
     env = worker_env(EVALFARM_METRICS_PORT=str(port), EVALFARM_WARM_SANDBOX="0")
-    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "1"]
-    up = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    try:
-        assert up.stdout is not None
-        broker = up.stdout.readline().split()[1]
-        metrics = up.stdout.readline().split()[1]
+    with running_up(env) as (up, broker, metrics):
         assert metrics == f"http://127.0.0.1:{port}/metrics"
         with Farm(settings=client_settings(broker), progress=False) as client:
             assert [r["status"] for r in client.score(sleepy_jobs(5, 0.0))] == ["ok"] * 5
         scraped_until(metrics, {("sleepy", "ok"): 5})
         up.send_signal(signal.SIGTERM)
         assert up.wait(60) == 0
-    finally:
-        if up.poll() is None:
-            up.kill()
-            up.wait()
-        if up.stdout is not None:
-            up.stdout.close()
