@@ -49,6 +49,10 @@ class Context:
             self._sandbox = Sandbox(slot=self.slot)
         return self._sandbox
 
+    def take_sandbox_restarts(self) -> dict[str, int]:
+        """The sandbox's restarts since the last call, by reason (none when it never started)."""
+        return self._sandbox.take_restarts() if self._sandbox is not None else {}
+
     def close(self) -> None:
         """Stop the sandbox if it was started."""
         if self._sandbox is not None:

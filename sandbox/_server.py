@@ -279,6 +279,7 @@ class _Supervision:
         return {
             "status": status.value,
             "error": error,
+            "infra_reason": _infra_reason(status, error),
             "exit_code": exit_code,
             "signal": signum,
             "stdout_truncated": self.truncated["stdout"],
@@ -305,7 +306,7 @@ def _classify(
     """The run's status and a one-line reason, in a fixed order of evidence."""
     limits = run.limits
     if "setup_error" in outcome or (exit_code == _runner.SETUP_FAILED_EXIT and not outcome):
-        return Status.INFRA_ERROR, f"sandbox setup failed: {outcome.get('setup_error', 'no report')}"
+        return Status.INFRA_ERROR, f"{_SETUP_FAILED}: {outcome.get('setup_error', 'no report')}"
     if run.killed_for == "output":
         return Status.OUTPUT_LIMIT, f"output exceeded {limits['output_bytes']} bytes"
     if run.killed_for == "wall":
@@ -324,7 +325,7 @@ def _classify(
     if "value_too_large" in outcome:
         return Status.OUTPUT_LIMIT, f"returned value of {outcome['value_too_large']} bytes is over the cap"
     if signum is not None:
-        return Status.RUNTIME_ERROR, f"killed by signal {signal.Signals(signum).name}"
+        return _killed_by(signum)
     if exit_code:
         reason = outcome.get("exception")
         return Status.RUNTIME_ERROR, f"exit code {exit_code}" + (f" ({reason})" if reason else "")
@@ -333,6 +334,30 @@ def _classify(
     if run.is_call and "value" not in outcome:
         return Status.RUNTIME_ERROR, "the program exited before returning a value"
     return Status.OK, None
+
+
+_KILLED_OUTSIDE = "killed by SIGKILL from outside the sandbox (not by a limit of the run)"
+_SETUP_FAILED = "sandbox setup failed"
+
+
+def _infra_reason(status: Status, error: str | None) -> str | None:
+    """Why an INFRA_ERROR run failed, as the client's bounded restart reasons name it."""
+    if status is not Status.INFRA_ERROR or error is None:
+        return None
+    return "run_killed_outside" if error == _KILLED_OUTSIDE else "run_setup_failed"
+
+
+def _killed_by(signum: int) -> tuple[Status, str]:
+    """The status of a run whose init died of `signum`, once the sandbox's own kills and the
+    run's limits are ruled out.
+
+    A run is PID 1 of its PID namespace, so nothing inside it can SIGKILL it: such a kill came from
+    outside (the host's OOM killer, an operator, a container runtime) and says nothing of the
+    program. Other signals are the program's own faults (SIGSEGV, SIGBUS, SIGFPE, ...).
+    """
+    if signum == signal.SIGKILL:
+        return Status.INFRA_ERROR, _KILLED_OUTSIDE
+    return Status.RUNTIME_ERROR, f"killed by signal {signal.Signals(signum).name}"
 
 
 def _become_pid_namespace_init() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import fcntl
 import json
@@ -65,6 +66,19 @@ class SandboxConfig:
     lock_dir: str = "/run/evalfarm/slots"
     start_timeout_s: float = 60.0
     margin_s: float = 10.0  # beyond a run's wall limit before the server is presumed lost
+    # Tries of one run when the sandbox fails under it (its server dies, or something outside kills
+    # it): the run is started again on a fresh server, and after this many it is an infra_error.
+    run_attempts: int = 2
+
+
+# Why a slot had to start a run (and maybe its server) again: a bounded set, for logs and metrics.
+RESTART_REASONS = (
+    "server_died_idle",
+    "server_died_in_run",
+    "server_start_failed",
+    "run_killed_outside",
+    "run_setup_failed",
+)
 
 
 class Sandbox:
@@ -89,6 +103,8 @@ class Sandbox:
         self._extended = _Server(self, "extended", self.config.preload + self.config.extra_preload)
         self._wants_extended = _names_pattern(self.config.extra_preload)
         self._lock = threading.Lock()
+        # Restarts by reason (RESTART_REASONS) since the last `take_restarts`.
+        self.restarts: collections.Counter[str] = collections.Counter()
 
     def __enter__(self) -> Sandbox:
         self.start()
@@ -140,7 +156,12 @@ class Sandbox:
         limits: Limits | None = None,
         call: CallSpec | None = None,
     ) -> RunResult:
-        """Run `code` as a fresh isolated process; the sandbox's own failure is an INFRA_ERROR result."""
+        """Run `code` as a fresh isolated process; the sandbox's own failure is an INFRA_ERROR result.
+
+        A fault of the sandbox under a run (its server died, or a SIGKILL from outside ended it) is
+        not the program's: the run starts again, on a fresh server where needed, up to
+        `run_attempts` times in all; only then is it an INFRA_ERROR.
+        """
         limits = limits or Limits()
         code_bytes = code.encode() if isinstance(code, str) else code
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
@@ -151,16 +172,50 @@ class Sandbox:
             args = json.dumps({"args": call.args, "kwargs": call.kwargs}).encode()
         server = self._extended if self._wants_extended.search(code_bytes) else self._base
         with self._lock:
-            try:
-                if server is self._base:
-                    self.start()
-                else:
-                    server.start()
-                return server.exchange(request, code_bytes, stdin_bytes, args, limits)
-            except (OSError, _protocol.ProtocolError, SandboxError) as error:
-                log.error("sandbox slot %d lost its %s server: %s", self.slot, server.name, error)
-                server.stop()
-                return RunResult(status=Status.INFRA_ERROR, error=f"sandbox failure: {error}")
+            for attempt in range(1, self.config.run_attempts + 1):
+                result, reason = self._attempt(server, request, code_bytes, stdin_bytes, args, limits)
+                if reason is None:
+                    return result
+                self.restarts[reason] += 1
+                log.warning(
+                    "sandbox slot %d: %s (%s server, attempt %d of %d): %s", self.slot, reason,
+                    server.name, attempt, self.config.run_attempts, result.error,
+                )  # fmt: skip
+            return dataclasses.replace(
+                result, error=f"{result.error} ({self.config.run_attempts} attempts, each lost)"
+            )
+
+    def _attempt(
+        self, server: _Server, request: dict[str, Any], code: bytes, stdin: bytes, args: bytes, limits: Limits
+    ) -> tuple[RunResult, str | None]:
+        """One try of a run: its result, and why it must be tried again (None when it need not)."""
+        if server.process is not None and server.process.poll() is not None:
+            server.stop()  # it died between runs: no run was lost, but say so
+            self.restarts["server_died_idle"] += 1
+            log.warning("sandbox slot %d: its %s server had died; starting a new one", self.slot, server.name)
+        try:
+            if server is self._base:
+                self.start()
+            else:
+                server.start()
+        except (OSError, _protocol.ProtocolError, SandboxError) as error:
+            server.stop()
+            failure = f"sandbox failure: {error}"
+            return RunResult(status=Status.INFRA_ERROR, error=failure), "server_start_failed"
+        try:
+            result = server.exchange(request, code, stdin, args, limits)
+        except (OSError, _protocol.ProtocolError, SandboxError) as error:
+            server.stop()
+            failure = f"sandbox failure: its server was lost during the run ({error})"
+            return RunResult(status=Status.INFRA_ERROR, error=failure), "server_died_in_run"
+        if result.status is Status.INFRA_ERROR:  # the server says why: a kill from outside, a setup
+            return result, result.infra_reason or "server_died_in_run"
+        return result, None
+
+    def take_restarts(self) -> dict[str, int]:
+        """Restarts by reason since the last call (for a caller's metrics); the count starts again."""
+        taken, self.restarts = dict(self.restarts), collections.Counter()
+        return taken
 
     def close(self) -> None:
         """Stop the fork servers and release the slot's uid."""

@@ -14,7 +14,8 @@ class RunResult:
 
     `completed` is true only when the program's top-level code ran to its end (no exception, no
     `sys.exit`, no `os._exit`, no signal): envs that must know a check really ran rely on it.
-    `value` is the JSON text a `call` run returned (None otherwise).
+    `value` is the JSON text a `call` run returned (None otherwise). `infra_reason` says why an
+    INFRA_ERROR run failed (`run_killed_outside`, `run_setup_failed`), when the server knows.
     """
 
     status: Status
@@ -30,6 +31,7 @@ class RunResult:
     completed: bool = False
     value: str | None = None
     error: str | None = None
+    infra_reason: str | None = None
 
     def to_fields(self) -> dict[str, Any]:
         """The result fields of the `program` env (output decoded as UTF-8 with replacement)."""

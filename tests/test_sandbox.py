@@ -202,15 +202,6 @@ def test_call_value_over_the_cap_is_an_output_limit(sandbox: Sandbox) -> None:
     assert result.status is Status.OUTPUT_LIMIT
 
 
-def test_a_dead_server_is_an_infra_error_then_restarts(sandbox: Sandbox) -> None:
-    import os
-    import signal
-
-    os.kill(sandbox.server_pid, signal.SIGKILL)
-    assert sandbox.run("print(1)").status is Status.INFRA_ERROR
-    assert sandbox.run("print(1)").stdout == b"1\n"
-
-
 @pytest.mark.parametrize("through_symlink", [False, True])
 def test_packages_installed_below_tmp_stay_importable(
     monkeypatch: pytest.MonkeyPatch, through_symlink: bool

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox import Status
+from sandbox.client import RESTART_REASONS
+from tasks.process import process_context
 from workers.metrics import instruments as m
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,12 @@ def record_result(labels: Labels, result: dict[str, Any], part: bool = False) ->
         m.SANDBOX_RUNS.labels(status_label(run_status)).inc()
 
 
+def record_sandbox_restarts(restarts: dict[str, int]) -> None:
+    """Count the restarts a pool process's sandbox went through (reasons outside the set: `other`)."""
+    for reason, count in restarts.items():
+        m.SANDBOX_RESTARTS.labels(reason if reason in RESTART_REASONS else OTHER).inc(count)
+
+
 def sandbox_runs(result: dict[str, Any]) -> list[Any]:
     """The statuses of the sandbox runs a result shows: one per test entry, else one if it ran."""
     tests = result.get("tests")
@@ -124,6 +132,7 @@ class Recorder:
                 record_chunk(self.labels, args[0] if args else None, retval)
             elif isinstance(retval, dict):  # a merge task's answer: the whole job of a split one
                 record_result(self.labels, retval)
+            record_sandbox_restarts(process_context().take_sandbox_restarts())
         except Exception:  # metrics must never cost a result
             log.exception("could not record a task's metrics")
         finally:

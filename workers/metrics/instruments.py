@@ -58,6 +58,13 @@ SANDBOX_RUNS = Counter(
     ["status"],
     registry=None,
 )
+SANDBOX_RESTARTS = Counter(
+    "evalfarm_sandbox_restarts_total",
+    "Runs started again because the sandbox failed under them (a fork server died, a kill from "
+    "outside), by reason; each such run is retried, and only a run lost on every try is infra_error.",
+    ["reason"],
+    registry=None,
+)
 TASK_RETRIES = Counter(
     "evalfarm_task_retries_total",
     "Messages sent again after a failure, by queue and reason (worker_lost: a pool process died).",
@@ -97,6 +104,7 @@ INSTRUMENTS: tuple[MetricWrapperBase, ...] = (
     QUEUE_WAIT,
     CHUNK_DURATION,
     SANDBOX_RUNS,
+    SANDBOX_RESTARTS,
     TASK_RETRIES,
     TASK_FAILURES,
     PROCESS_STARTS,

@@ -1,0 +1,176 @@
+"""Faults of the sandbox itself are never the program's: a lost server or a kill from outside is retried.
+
+Real fork servers and real runs; the faults are real SIGKILLs from this process, as an operator, the
+host's OOM killer or a container runtime would send them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sandbox import Sandbox, SandboxConfig, Status
+
+pytestmark = pytest.mark.sandbox
+
+SLEEP_THEN_PRINT = "import time\ntime.sleep(0.6)\nprint('done')"
+
+
+@pytest.fixture
+def sandbox():
+    with Sandbox(slot=912) as sandbox:
+        yield sandbox
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of `pid` (none once it has exited)."""
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def run_pids(server_pid: int) -> list[int]:
+    """The runs a fork server has forked: its children (as root) or its inner server's (a user
+    namespace, where the launched process only waits on the real server)."""
+    found = children(server_pid)
+    if os.geteuid() != 0:
+        found = [run for inner in found for run in children(inner)]
+    return found
+
+
+def kill_when(find: Callable[[], list[int]], times: int, timeout_s: float = 10.0) -> threading.Thread:
+    """A thread that SIGKILLs the first pid `find` returns, `times` times (a new one each time)."""
+
+    def loop() -> None:
+        killed: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while len(killed) < times and time.monotonic() < deadline:
+            fresh = [pid for pid in find() if pid not in killed]
+            if fresh:
+                time.sleep(0.1)  # let the run get going: the fault lands mid-run
+                os.kill(fresh[0], signal.SIGKILL)
+                killed.add(fresh[0])
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_server_that_died_between_runs_is_replaced_before_the_next_run(sandbox: Sandbox) -> None:
+    process = sandbox.server_process
+    assert process is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    result = sandbox.run("print(1)")
+    assert (result.status, result.stdout) == (Status.OK, b"1\n")
+    assert sandbox.take_restarts() == {"server_died_idle": 1}
+
+
+def test_a_server_killed_mid_run_is_restarted_and_the_run_done_again(sandbox: Sandbox) -> None:
+    pid = sandbox.server_pid
+    assert pid is not None
+    killer = kill_when(lambda: [pid] if run_pids(pid) else [], times=1)
+    result = sandbox.run(SLEEP_THEN_PRINT)
+    killer.join()
+    assert (result.status, result.stdout) == (Status.OK, b"done\n"), result.error
+    assert sandbox.take_restarts() == {"server_died_in_run": 1}
+    assert sandbox.server_pid != pid
+
+
+def test_the_numpy_server_killed_mid_run_is_restarted_too(sandbox: Sandbox) -> None:
+    code = "import numpy as np, time\ntime.sleep(0.6)\nprint(int(np.arange(5).sum()))"
+    assert sandbox.run("import numpy\nprint(1)").status is Status.OK  # the second server is up
+
+    def extended_server() -> list[int]:
+        pids = [p.pid for p in sandbox.server_processes if p.pid != sandbox.server_pid]
+        return [pid for pid in pids if run_pids(pid)]
+
+    killer = kill_when(extended_server, times=1)
+    result = sandbox.run(code)
+    killer.join()
+    assert (result.status, result.stdout) == (Status.OK, b"10\n"), result.error
+    assert sandbox.take_restarts() == {"server_died_in_run": 1}
+
+
+def test_a_run_killed_from_outside_is_run_again_not_scored_as_a_crash(sandbox: Sandbox) -> None:
+    killer = kill_when(lambda: run_pids(sandbox.server_pid or 0), times=1)
+    result = sandbox.run(SLEEP_THEN_PRINT)
+    killer.join()
+    assert (result.status, result.stdout) == (Status.OK, b"done\n"), result.error
+    assert sandbox.take_restarts() == {"run_killed_outside": 1}
+
+
+def test_a_run_killed_from_outside_on_every_attempt_is_an_infra_error(sandbox: Sandbox) -> None:
+    attempts = sandbox.config.run_attempts
+    killer = kill_when(lambda: run_pids(sandbox.server_pid or 0), times=attempts)
+    result = sandbox.run(SLEEP_THEN_PRINT)
+    killer.join()
+    assert result.status is Status.INFRA_ERROR
+    assert "from outside the sandbox" in (result.error or "")
+    assert f"{attempts} attempts" in (result.error or "")
+    assert sandbox.take_restarts() == {"run_killed_outside": attempts}
+    assert sandbox.run("print(2)").stdout == b"2\n"  # the slot still serves
+
+
+def test_a_server_lost_on_every_attempt_is_an_infra_error_and_the_slot_recovers() -> None:
+    with Sandbox(slot=913, config=SandboxConfig(run_attempts=2)) as sandbox:
+
+        def busy_server() -> list[int]:
+            pid = sandbox.server_pid
+            return [pid] if pid and run_pids(pid) else []
+
+        killer = kill_when(busy_server, times=2)
+        result = sandbox.run(SLEEP_THEN_PRINT)
+        killer.join()
+        assert result.status is Status.INFRA_ERROR
+        assert "lost during the run" in (result.error or "")
+        assert sandbox.take_restarts() == {"server_died_in_run": 2}
+        assert sandbox.run("print(3)").stdout == b"3\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        ("import ctypes\nctypes.string_at(0)", Status.RUNTIME_ERROR),  # SIGSEGV: the program's own
+        ("import os\nos.abort()", Status.RUNTIME_ERROR),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\nprint('alive')", Status.OK),
+        ("while True: pass", Status.TIMEOUT),  # RLIMIT_CPU's SIGKILL is the program's limit
+    ],
+)
+def test_genuine_verdicts_keep_their_status(sandbox: Sandbox, code: str, status: Status) -> None:
+    from sandbox import Limits
+
+    result = sandbox.run(code, limits=Limits(cpu_s=1, wall_s=5))
+    assert result.status is status, (result.error, result.stderr[-300:])
+    assert sandbox.take_restarts() == {}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating the unprivileged user needs root")
+def test_the_same_faults_as_an_unprivileged_user() -> None:
+    # Without root the slot lives in a user namespace: its servers and runs sit one level deeper.
+    import subprocess
+    import sys
+
+    import unprivileged
+
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__]
+    argv += ["-k", "not unprivileged"]
+    completed = subprocess.run(
+        unprivileged.command(argv),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parent.parent,
+        env={"PATH": os.environ["PATH"], "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
+    assert " passed" in completed.stdout and "skipped" not in completed.stdout
