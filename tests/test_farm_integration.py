@@ -127,9 +127,13 @@ def test_recycled_children_are_replaced_and_pinned(workers, farm) -> None:
     results = farm.score(jobs)
     farm_support.assert_each_once(jobs, results)
     assert len({r["pid"] for r in results}) > len(cpus)  # children were recycled along the way
-    wait_for(lambda: len(affinities(node)) == len(cpus), 20, "a full pool")
-    wait_for(lambda: all(len(c) == 1 for c in affinities(node).values()), 10, "pinning")
-    assert sorted(next(iter(c)) for c in affinities(node).values()) == cpus
+
+    def full_and_pinned() -> bool:
+        # One snapshot for every condition: the pool may still be replacing its last recycled child.
+        pinned = affinities(node)
+        return all(len(c) == 1 for c in pinned.values()) and sorted(min(c) for c in pinned.values()) == cpus
+
+    wait_for(full_and_pinned, 20, "a full pool, one child pinned to each core")
 
 
 def _evalfarm(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
