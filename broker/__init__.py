@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
+    "AsyncFarm": "broker.aio",
     "BatchStats": "broker.batch",
     "ConfigError": "broker.errors",
     "Farm": "broker.client",

@@ -8,13 +8,14 @@ from celery import Celery
 from kombu import Exchange, Queue
 
 from broker.errors import ConfigError
+from broker.keys import PRIORITY_STEPS, SEP
+
+# The farm's tasks (defined with the producer's run, which sends them by name and so never imports
+# the tasks' modules, and with them the envs): score a chunk of jobs; merge a split job's parts.
+from broker.run import MERGE_PARTS, SCORE_CHUNK
 from broker.settings import Settings
 
-# The one task of the farm: score a chunk of jobs. Producers send it by name so they never import
-# the task's module (and with it the envs).
-SCORE_CHUNK = "evalfarm.score_chunk"
-# Rebuilds a split job's result from its parts (weight-edit episode ranges) with the env's merge.
-MERGE_PARTS = "evalfarm.merge_parts"
+__all__ = ["MERGE_PARTS", "SCORE_CHUNK", "celery_config", "make_app", "transport_options"]
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -25,7 +26,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_url": settings.broker_url,
         # kombu's Redis transport, but a queue item that is not an envelope is dropped, not fatal.
         "broker_transport": "broker.transport:Transport",
-        "result_backend": settings.backend_url,
+        # Celery's Redis backend, pushing each task's outcome to its producer's reply list.
+        "result_backend": f"broker.backend:ReplyBackend+{settings.backend_url}",
+        "evalfarm_reply_ttl_s": settings.reply_ttl_s,
         # JSON only: a message is data from a producer we do not control, never pickle.
         "task_serializer": "json",
         "result_serializer": "json",
@@ -98,8 +101,8 @@ def transport_options(settings: Settings) -> dict[str, Any]:
         "visibility_timeout": settings.visibility_timeout_s,
         "unacked_restore_interval": settings.unacked_restore_interval_s,
         "unacked_restore_throttle": 1,
-        "priority_steps": list(range(10)),
-        "sep": ":",
+        "priority_steps": PRIORITY_STEPS,
+        "sep": SEP,
         "queue_order_strategy": "priority",
         "health_check_interval": settings.health_check_interval_s,
         "socket_keepalive": True,

@@ -18,7 +18,8 @@ from broker.sharding import split_parts
 
 @dataclasses.dataclass
 class BatchStats:
-    """What one batch cost: messages sent, duplicates dropped, chunks split after a lost worker."""
+    """What one batch cost: messages sent, duplicates dropped, chunks split after a lost worker, jobs
+    sent again after an infra_error, tasks published again after the farm lost them."""
 
     jobs: int = 0
     unique_jobs: int = 0
@@ -26,6 +27,8 @@ class BatchStats:
     duplicates: int = 0
     split_chunks: int = 0
     split_jobs: int = 0
+    retried_jobs: int = 0
+    lost_tasks: int = 0
     infra_errors: int = 0
     elapsed_s: float = 0.0
 

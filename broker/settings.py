@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     task_hard_time_limit_s: float = Field(default=960.0, gt=0)
     visibility_timeout_s: float = Field(default=1200.0, gt=0)
     unacked_restore_interval_s: float = Field(default=5.0, gt=0)
+    # A node beats every heartbeat_interval_s; one silent for node_dead_after_s is dead, and live
+    # nodes put back the messages it held (about node_dead_after_s + heartbeat_interval_s after).
+    heartbeat_interval_s: float = Field(default=1.0, gt=0)
+    node_dead_after_s: float = Field(default=6.0, gt=0)
     worker_lost_retries: int = Field(default=2, ge=0, description="redeliveries after a child dies")
     worker_lost_wait_s: float = Field(default=2.0, gt=0, description="wait for a dead child's result")
     result_expires_s: float = Field(default=86400.0, gt=0)
@@ -71,7 +75,9 @@ class Settings(BaseSettings):
     farm_processes: int | None = Field(default=None, ge=1, description="pool processes of the farm")
     batch_deadline_s: float = Field(default=3600.0, gt=0)
     episodes_per_part: int = Field(default=250, ge=0, description="split weight edits; 0: never")
-    poll_interval_s: float = Field(default=0.02, gt=0)
+    job_retries: int = Field(default=2, ge=0, description="re-sends of a job answered infra_error")
+    lost_task_audit_s: float = Field(default=30.0, gt=0, description="look for tasks pending this long")
+    reply_ttl_s: int = Field(default=600, ge=1, description="a reply list outlives its last push by this")
     publish_retries: int = Field(default=40, ge=0, description="about 0.5 s apart: rides out a Redis restart")
 
     @model_validator(mode="after")
@@ -81,6 +87,8 @@ class Settings(BaseSettings):
             raise ValueError("task_hard_time_limit_s must exceed task_soft_time_limit_s")
         if self.visibility_timeout_s <= self.task_hard_time_limit_s:
             raise ValueError("visibility_timeout_s must exceed task_hard_time_limit_s")
+        if self.node_dead_after_s < 3 * self.heartbeat_interval_s:
+            raise ValueError("node_dead_after_s must be at least 3 heartbeat intervals")
         if self.result_expires_s <= self.batch_deadline_s:
             raise ValueError("result_expires_s must exceed batch_deadline_s (the longest batch)")
         return self

@@ -13,10 +13,11 @@ from typing import Any
 
 import farm_support
 import pytest
-from farm_support import WORKER_SETTINGS, client_settings, running_up, sleepy_jobs, wait_for, worker_env
+from farm_support import client_settings, running_up, sleepy_jobs, wait_for, worker_env
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.client import Farm
+from broker.settings import Settings
 from workers.embedded import free_port
 
 redis_server = farm_support.redis_server
@@ -60,13 +61,18 @@ def metrics_node(workers: Any, tmp_path: Path, concurrency: int = 2, **env: str)
     return f"http://127.0.0.1:{port}/metrics"
 
 
-def scraped_until(url: str, expected: dict[tuple[str, str], float]) -> Samples:
-    """Scrape until the job counts are as expected (children record just after storing results)."""
+def scraped_until(url: str, expected: dict[tuple[str, str], float], **durations: float) -> Samples:
+    """Scrape until the job counts (and the run-time observations per env in `durations`) are as
+    expected: children record a message's metrics just after pushing its results."""
     seen: list[Samples] = []
 
     def counted() -> bool:
         seen.append(scrape(url))
-        return jobs_by_env_status(seen[-1]) == expected
+        observed = {
+            env: seen[-1].get(("evalfarm_job_duration_seconds_count", frozenset({("env", env)})))
+            for env in durations
+        }
+        return jobs_by_env_status(seen[-1]) == expected and observed == durations
 
     try:
         wait_for(counted, 20.0, "the scraped job counts")
@@ -100,12 +106,17 @@ def test_metrics_count_the_jobs_a_farm_scored_by_env_and_status(workers, farm, t
             ("unknown", "invalid_job"): 1,  # a producer's env string never becomes a label
             ("sleepy", "ok"): 4,
         },
+        program=7,
     )
     assert samples[("evalfarm_job_duration_seconds_count", frozenset({("env", "program")}))] == 7
     assert samples[("evalfarm_sandbox_runs_total", frozenset({("status", "runtime_error")}))] == 2
     assert samples[("evalfarm_sandbox_runs_total", frozenset({("status", "ok")}))] == 3
     assert samples[("evalfarm_queue_wait_seconds_count", frozenset({("queue", "code")}))] >= 1
-    assert samples[("evalfarm_worker_processes", frozenset({("state", "idle")}))] == 2
+    idle = ("evalfarm_worker_processes", frozenset({("state", "idle")}))
+    wait_for(
+        lambda: scrape(url).get(idle) == 2, 10.0, "both processes idle once their last message is recorded"
+    )
+    samples = scrape(url)
     assert samples[("evalfarm_worker_processes", frozenset({("state", "busy")}))] == 0
     assert samples[("evalfarm_broker_up", frozenset())] == 1
     assert samples[("evalfarm_queue_depth", frozenset({("queue", "code")}))] == 0
@@ -132,7 +143,7 @@ def test_metrics_count_retries_and_failures_of_messages_whose_process_died(worke
     url = metrics_node(workers, tmp_path)
     results = farm.score([{"id": "killer", "env": "crash"}, *sleepy_jobs(3, 0.0)])
     assert [r["status"] for r in results] == ["infra_error", "ok", "ok", "ok"]
-    retries = int(WORKER_SETTINGS["EVALFARM_WORKER_LOST_RETRIES"])
+    retries = Settings().worker_lost_retries  # the default the node runs with
     lost = frozenset({("queue", "code"), ("reason", "worker_lost")})
 
     def counted() -> bool:

@@ -235,7 +235,7 @@ class EmbeddedFarm:
         """Wait until worker nodes have advertised themselves; their pool processes in total."""
         import redis
 
-        from broker.client import NODE_KEY_PREFIX
+        from broker.keys import NODE_KEY_PREFIX
 
         client = redis.Redis.from_url(self.broker_url)
         deadline = time.monotonic() + timeout_s
@@ -244,8 +244,9 @@ class EmbeddedFarm:
                 if not self.worker.alive:
                     raise EmbeddedError("the worker node exited during start-up")
                 keys = client.keys(NODE_KEY_PREFIX + "*")
-                if keys:
-                    return sum(int(v) for v in client.mget(keys) if v is not None)
+                ready = sum(int(v) for v in client.mget(keys) if v is not None) if keys else 0
+                if ready:  # a node advertises its pool once it is ready (0 while it starts)
+                    return ready
                 time.sleep(0.1)
         finally:
             client.close()

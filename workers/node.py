@@ -12,18 +12,14 @@ import dataclasses
 import logging
 import os
 import socket
-import threading
+import uuid
 from typing import Any
 
 from broker.app import make_app
-from broker.client import NODE_KEY_PREFIX
 from broker.settings import Settings
+from workers.liveness import NodeLiveness
 
 log = logging.getLogger(__name__)
-
-# How often a node re-advertises its pool size, and how long the advertisement outlives silence.
-_ADVERTISE_EVERY_S = 10.0
-_ADVERTISE_TTL_S = 30
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,9 +66,17 @@ def run_node(settings: Settings, plan: NodePlan, loglevel: str = "INFO") -> int:
             logging.getLogger(name).setLevel(logging.WARNING)
     app = make_app(settings)
     app.conf.worker_pool = "workers.pool:TaskPool"  # prefork, reaping dead children sooner
+    # This incarnation's id: the transport records the messages it holds under it (a node restarted
+    # under the same name, as a container keeps its hostname, is another holder).
+    holder = f"{plan.name}#{uuid.uuid4().hex[:12]}"
+    app.conf.broker_transport_options = {**app.conf.broker_transport_options, "evalfarm_holder": holder}
     tasks.register(app, settings)
-    _connect_signals(app, settings, plan)
-    start_metrics(settings)
+    metrics_url = start_metrics(settings)
+    liveness = NodeLiveness(
+        app, holder, plan.concurrency, settings, _restored_counter(metrics_url), working=_working_tags
+    )
+    liveness.register()
+    _connect_signals(app, plan, liveness)
     log.info(
         "worker %s: queues %s, %d processes on cpus %s, sandbox slots %d-%d",
         plan.name, ",".join(plan.queues), plan.concurrency, list(plan.cpus),
@@ -119,8 +123,29 @@ def start_metrics(settings: Settings) -> str | None:
     return metrics.serve(settings) if metrics is not None else None
 
 
-def _connect_signals(app: Any, settings: Settings, plan: NodePlan) -> None:
-    """Hook the child's start (pin, open the slot), its end, and the node's advertisement."""
+def _working_tags() -> set[str]:
+    """Delivery tags of the messages this node has reserved or is running (Celery's worker state)."""
+    from celery.worker import state
+
+    tags = set()
+    for request in list(state.requests.values()):
+        tag = getattr(getattr(request, "message", None), "delivery_tag", None)
+        if isinstance(tag, str):
+            tags.add(tag)
+    return tags
+
+
+def _restored_counter(metrics_url: str | None) -> Any:
+    """Counts messages this node restored from dead ones, where metrics are served."""
+    if metrics_url is None:
+        return None
+    from workers.metrics import instruments
+
+    return instruments.MESSAGES_RESTORED.inc
+
+
+def _connect_signals(app: Any, plan: NodePlan, liveness: NodeLiveness) -> None:
+    """Hook the child's start (pin, open the slot), its end, and the node's heartbeat."""
     from celery import signals
 
     import tasks
@@ -136,11 +161,10 @@ def _connect_signals(app: Any, settings: Settings, plan: NodePlan) -> None:
     def child_stopping(**_: Any) -> None:
         tasks.close_process()
 
-    advertiser = _Advertiser(app, plan)
     signals.worker_process_init.connect(child_started, weak=False)
     signals.worker_process_shutdown.connect(child_stopping, weak=False)
-    signals.worker_ready.connect(lambda **_: advertiser.start(), weak=False)
-    signals.worker_shutdown.connect(lambda **_: advertiser.stop(), weak=False)
+    signals.worker_ready.connect(lambda **_: liveness.start(), weak=False)
+    signals.worker_shutdown.connect(lambda **_: liveness.stop(), weak=False)
 
 
 def _child_index() -> int:
@@ -148,34 +172,3 @@ def _child_index() -> int:
     from billiard.process import current_process
 
     return int(getattr(current_process(), "index", 0) or 0)
-
-
-class _Advertiser:
-    """Keeps `evalfarm:node:<name>` = pool size alive in Redis so producers can size their chunks."""
-
-    def __init__(self, app: Any, plan: NodePlan) -> None:
-        self._app = app
-        self._key = NODE_KEY_PREFIX + plan.name
-        self._value = str(plan.concurrency)
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="evalfarm-advertise", daemon=True)
-
-    def start(self) -> None:
-        """Start refreshing the advertisement in the node's main process."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Withdraw the advertisement (a crashed node's expires on its own)."""
-        self._stopped.set()
-        try:
-            self._app.backend.client.delete(self._key)
-        except Exception as error:  # the key expires anyway
-            log.debug("could not withdraw %s: %s", self._key, error)
-
-    def _loop(self) -> None:
-        while not self._stopped.is_set():
-            try:
-                self._app.backend.client.set(self._key, self._value, ex=_ADVERTISE_TTL_S)
-            except Exception as error:  # Redis restarting: try again next round
-                log.debug("could not advertise %s: %s", self._key, error)
-            self._stopped.wait(_ADVERTISE_EVERY_S)

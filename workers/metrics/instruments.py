@@ -77,6 +77,11 @@ TASK_FAILURES = Counter(
     ["queue", "reason"],
     registry=None,
 )
+MESSAGES_RESTORED = Counter(
+    "evalfarm_messages_restored_total",
+    "Messages a dead node held (reserved or running) that this node put back on their queues.",
+    registry=None,
+)
 PROCESS_STARTS = Counter(
     "evalfarm_worker_process_starts_total",
     "Pool processes started: the first ones, then each replacement of a recycled or dead one.",
@@ -107,6 +112,7 @@ INSTRUMENTS: tuple[MetricWrapperBase, ...] = (
     SANDBOX_RESTARTS,
     TASK_RETRIES,
     TASK_FAILURES,
+    MESSAGES_RESTORED,
     PROCESS_STARTS,
     WORKER_PROCESSES,
 )

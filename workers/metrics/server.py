@@ -14,15 +14,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from broker.app import transport_options
+from broker.keys import UNACKED_KEY, queue_keys
 from broker.settings import Settings
 from workers.metrics import instruments as m
 from workers.metrics.multiproc import fold_dead
 
 log = logging.getLogger(__name__)
-
-# kombu's Redis transport keeps reserved, unacknowledged messages in this hash (its default name).
-UNACKED_KEY = "unacked"
 
 
 class ProcessFilesCollector:
@@ -50,13 +47,8 @@ class BrokerCollector:
     def __init__(self, settings: Settings) -> None:
         import redis
 
-        options = transport_options(settings)
         self._queues = settings.queues
-        # kombu's Redis transport stores priority p > 0 of queue q under "q<sep>p", and p = 0 under "q".
-        self._keys = {
-            queue: [queue, *(f"{queue}{options['sep']}{p}" for p in options["priority_steps"] if p)]
-            for queue in self._queues
-        }
+        self._keys = queue_keys(settings)
         self._client = redis.Redis.from_url(
             settings.broker_url or "", socket_timeout=2.0, socket_connect_timeout=2.0
         )

@@ -1,0 +1,144 @@
+"""The asyncio client: `await farm.score(jobs)`, `async for index, result in farm.stream(jobs)`.
+
+The same guarantees as `Farm` (one result per job, exactly once, in order for `score`; infra errors
+marked, never a reward of 0; retries of what the farm failed), driven by the same `BatchRun`. Any
+number of batches may be in flight at once from one event loop, each with its own reply list and
+deadline. Replies are awaited on an asyncio Redis client, so a waiting batch costs the loop nothing;
+publishing goes through Celery's own (blocking) protocol code in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from broker import audit, replies
+from broker.batch import BatchStats
+from broker.client import progress_bar
+from broker.producer import Producer, redis_options
+from broker.result import Result, infra_result
+from broker.settings import Settings
+
+
+class AsyncFarm:
+    """An asyncio connection to a running farm; use `async with AsyncFarm(url) as farm:`."""
+
+    def __init__(
+        self,
+        broker_url: str | None = None,
+        *,
+        settings: Settings | None = None,
+        processes: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        import redis.asyncio
+
+        settings = settings or Settings()
+        if broker_url:
+            settings = settings.model_copy(update={"broker_url": broker_url})
+        self.settings = settings
+        self.progress = progress
+        self.last_stats = BatchStats()
+        self._producer = Producer(settings, processes)
+        self._redis = redis.asyncio.Redis.from_url(str(settings.backend_url), **redis_options(settings))
+        self._sync_redis: Any = None  # for sizing, read in a thread
+        self._audit_keys = audit.audit_keys(settings)
+
+    async def __aenter__(self) -> AsyncFarm:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Release the broker and Redis connections."""
+        await self._redis.aclose()
+        self._producer.close()
+        if self._sync_redis is not None:
+            self._sync_redis.close()
+
+    async def score(
+        self,
+        jobs: Sequence[Any],
+        *,
+        priority: bool = False,
+        deadline_s: float | None = None,
+        progress: bool | None = None,
+    ) -> list[Result]:
+        """Score `jobs`; one Result each, in input order. Never raises for a job or a lost worker."""
+        results: list[Result | None] = [None] * len(jobs)
+        async for index, result in self.stream(
+            jobs, priority=priority, deadline_s=deadline_s, progress=progress
+        ):
+            results[index] = result
+        return [r if r is not None else infra_result(jobs[i], "no result") for i, r in enumerate(results)]
+
+    async def iter_ordered(self, jobs: Sequence[Any], **options: Any) -> AsyncIterator[Result]:
+        """Results in input order, each yielded as soon as it and all before it are in."""
+        waiting: dict[int, Result] = {}
+        next_index = 0
+        async for index, result in self.stream(jobs, **options):
+            waiting[index] = result
+            while next_index in waiting:
+                yield waiting.pop(next_index)
+                next_index += 1
+
+    async def stream(
+        self,
+        jobs: Sequence[Any],
+        *,
+        priority: bool = False,
+        deadline_s: float | None = None,
+        progress: bool | None = None,
+    ) -> AsyncIterator[tuple[int, Result]]:
+        """Yield `(index, result)` for every job as results complete; each index exactly once."""
+        run = self._producer.new_run(jobs, deadline_s)
+        reply_key = replies.new_reply_key()
+        bar = progress_bar(len(jobs), self.progress if progress is None else progress)
+        try:
+            known = self._producer.known_processes()
+            run.plan(known if known is not None else await asyncio.to_thread(self.processes))
+            lane = self._producer.lane(priority)
+            while True:
+                for index, result in run.drain():
+                    bar.update(1)
+                    yield index, result
+                if run.finished:
+                    return
+                if run.deadline_passed():
+                    run.expire()
+                    continue
+                due = run.due()
+                if due:
+                    await asyncio.to_thread(self._producer.publish, run, due, lane, reply_key)
+                waited = replies.areceive(self._redis, reply_key, run.wait_s(), len(run.pending))
+                for reply in await waited:
+                    run.on_reply(reply)
+                looked_for = run.audit_due()
+                if looked_for:
+                    run.audited(looked_for, await audit.alocate(self._redis, self._audit_keys, looked_for))
+        finally:
+            bar.close()
+            self.last_stats = run.batch.stats
+            abandoned = run.abandoned()
+            await asyncio.shield(self._cleanup(abandoned, reply_key))
+
+    def processes(self) -> int:
+        """Pool processes serving the farm (blocking: read in a thread from async code)."""
+        if self._sync_redis is None:
+            import redis
+
+            self._sync_redis = redis.Redis.from_url(
+                str(self.settings.backend_url), **redis_options(self.settings)
+            )
+        return self._producer.processes(self._sync_redis)
+
+    async def _cleanup(self, abandoned: list[str], reply_key: str) -> None:
+        if not abandoned:  # a finished batch read its list empty, and Redis drops empty lists
+            return
+        await asyncio.to_thread(self._producer.revoke, abandoned)
+        try:
+            await self._redis.delete(reply_key)
+        except Exception:  # harmless: the list expires on its own
+            pass

@@ -1,0 +1,26 @@
+"""Every Redis key the farm uses beyond Celery's own, in one place (no Celery, no kombu imported)."""
+
+from __future__ import annotations
+
+from broker.settings import Settings
+
+# kombu's Redis transport: priority p > 0 of queue q lives in the list "q<SEP>p", p = 0 in "q";
+# delivered, unacknowledged messages in the UNACKED hash (kombu's default names).
+SEP = ":"
+PRIORITY_STEPS = list(range(10))
+UNACKED_KEY = "unacked"
+
+NODE_KEY_PREFIX = "evalfarm:node:"  # + holder: a live node incarnation's pool size, with a short TTL
+HELD_PREFIX = "evalfarm:held:"  # + holder: delivery tags of the messages that node holds
+HOLDERS_KEY = "evalfarm:holders"  # every holder that may still have a held set
+REPLY_PREFIX = "evalfarm:reply:"  # + batch: the reply list a producer blocks on (workers push only here)
+
+
+def held_key(holder: str) -> str:
+    """The set of delivery tags `holder` has been delivered and not yet acked."""
+    return HELD_PREFIX + holder
+
+
+def queue_keys(settings: Settings) -> dict[str, list[str]]:
+    """The Redis lists of each of the farm's queues, every priority."""
+    return {queue: [queue, *(f"{queue}{SEP}{p}" for p in PRIORITY_STEPS if p)] for queue in settings.queues}
