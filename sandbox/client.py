@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import re
+import select
 import socket
 import subprocess
 import sys
@@ -189,7 +190,7 @@ class Sandbox:
         self, server: _Server, request: dict[str, Any], code: bytes, stdin: bytes, args: bytes, limits: Limits
     ) -> tuple[RunResult, str | None]:
         """One try of a run: its result, and why it must be tried again (None when it need not)."""
-        if server.process is not None and server.process.poll() is not None:
+        if server.lost():
             server.stop()  # it died between runs: no run was lost, but say so
             self.restarts["server_died_idle"] += 1
             log.warning("sandbox slot %d: its %s server had died; starting a new one", self.slot, server.name)
@@ -308,6 +309,22 @@ class _Server:
         header, (stdout, stderr) = _protocol.recv(self.channel)
         header["status"] = Status(header["status"])
         return RunResult(stdout=stdout, stderr=stderr, **header)
+
+    def lost(self) -> bool:
+        """True when the server's end of the channel has closed: it died between runs.
+
+        Read from the channel, not the process: a slot's servers may belong to another process
+        (an inline pool launches them before it forks), which alone can wait for them.
+        """
+        if self.channel is None:
+            return False
+        readable, _, _ = select.select([self.channel], [], [], 0)
+        if not readable:  # nothing to read: alive and idle, as it should be
+            return False
+        try:
+            return self.channel.recv(1, socket.MSG_PEEK) == b""  # end of file: the server is gone
+        except OSError:
+            return True
 
     def release(self) -> None:
         if self.channel is not None:

@@ -44,25 +44,21 @@ def settings_from_environment() -> Any:
 
 def score_line(line: str) -> dict[str, Any]:
     """Parse one JSONL line and score it; a line that is not JSON becomes an invalid_job result."""
-    from envs import make_result, score_job
-    from sandbox import Status
+    from envs import score_job
     from tasks import process
+    from workers.jobs_file import BadLine, parse
 
-    try:
-        job = json.loads(line)
-    except ValueError as error:
-        return make_result(None, None, Status.INVALID_JOB, None, f"line is not valid JSON: {error}")
-    return score_job(job, process.process_context())
+    job = parse(line)
+    return job.result() if isinstance(job, BadLine) else score_job(job, process.process_context())
 
 
 def env_ids_of(lines: Iterable[str]) -> set[str]:
     """The env ids named by JSONL job lines (lines that are not jobs are skipped)."""
+    from workers.jobs_file import parse
+
     ids = set()
     for line in lines:
-        try:
-            job = json.loads(line)
-        except ValueError:
-            continue
+        job = parse(line)
         if isinstance(job, dict) and isinstance(job.get("env"), str):
             ids.add(job["env"])
     return ids

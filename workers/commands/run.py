@@ -40,6 +40,24 @@ def limit_overrides(args: argparse.Namespace) -> dict[str, float]:
     return {name: getattr(args, name) for name in LIMIT_FLAGS if getattr(args, name) is not None}
 
 
+def read_text(path: Path, what: str) -> str:
+    """The text of `path`; SystemExit(2) with a one-line message when it cannot be read as UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        reason = "no such file"
+    except IsADirectoryError:
+        reason = "is a directory"
+    except PermissionError:
+        reason = "permission denied"
+    except UnicodeDecodeError as error:
+        reason = f"not UTF-8 text (byte {error.start})"
+    except OSError as error:
+        reason = f"cannot be read: {error.strerror or error}"
+    print(f"evalfarm run: {what} {path}: {reason}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the program and print the `program` result; exit 0 iff the status is ok."""
     from envs import Context, score_job
@@ -47,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
     job = {
         "id": args.program.name,
         "env": "program",
-        "code": args.program.read_text(),
-        "stdin": args.stdin.read_text() if args.stdin else "",
+        "code": read_text(args.program, "program"),
+        "stdin": read_text(args.stdin, "stdin file") if args.stdin else "",
         "limits": limit_overrides(args),
     }
     ctx = Context()

@@ -28,13 +28,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=score)
 
 
-def read_lines(path: str) -> list[str]:
-    """Every non-blank line of the jobs file (standard input for '-')."""
-    handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
-    with handle:
-        return [line for line in handle if line.strip()]
-
-
 def write_results(
     results: Iterator[dict[str, Any]], total: int, output: IO[str], progress: bool
 ) -> dict[str, int]:
@@ -61,8 +54,18 @@ def _progress_bar(total: int, shown: bool) -> Iterator[Callable[[], object]]:
 
 
 def score(args: argparse.Namespace) -> int:
-    """Score the file where the flags say; exit 0 when every line produced a result."""
-    lines = read_lines(args.jobs)
+    """Score the file where the flags say; exit 0 when every line produced a result, 2 when the
+    file cannot be read."""
+    from workers.jobs_file import InputError, read_jobs_file
+
+    try:
+        lines = read_jobs_file(args.jobs)
+    except InputError as error:
+        print(f"evalfarm score: {error}", file=sys.stderr)
+        return 2
+    if not lines:
+        print(f"evalfarm score: {args.jobs} holds no jobs (no non-blank line)", file=sys.stderr)
+        return 0
     with contextlib.ExitStack() as stack:
         output = stack.enter_context(open(args.output, "w")) if args.output else sys.stdout
         results = stack.enter_context(_results(args, lines))
@@ -73,13 +76,15 @@ def score(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _results(args: argparse.Namespace, lines: list[str]) -> Iterator[Iterator[dict[str, Any]]]:
+def _results(args: argparse.Namespace, lines: list[Any]) -> Iterator[Iterator[dict[str, Any]]]:
     if args.inline:
         from workers.inline import InlinePool, chunksize_for, env_ids_of
+        from workers.jobs_file import in_place
 
         cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
-        with InlinePool(args.workers, cpus, env_ids_of(lines)) as pool:
-            yield pool.score_lines(lines, chunksize_for(len(lines), args.workers))
+        texts = [line for line in lines if isinstance(line, str)]
+        with InlinePool(args.workers, cpus, env_ids_of(texts)) as pool:
+            yield in_place(lines, lambda good: pool.score_lines(good, chunksize_for(len(good), args.workers)))
         return
     from workers.farm_score import farm_results
 
