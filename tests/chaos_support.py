@@ -1,0 +1,476 @@
+"""Fault injection against a real farm: one batch, one fault mid-batch, every result checked.
+
+A private Redis (AOF on) and `evalfarm worker` nodes with the farm's default settings (timeouts,
+visibility timeout, heartbeats: nothing lowered), a batch of sandboxed programs whose correct
+results are known (half of them name numpy, so both of each slot's fork servers are busy), and one
+fault injected once a third of the results are in: a kill -9 of a pool process, a fork server, a
+running program, a node, Redis restarted or paused, the producer itself. Each scenario reports
+jobs lost, duplicated, wrong (a status or output other than the fault-free one) and infra_error.
+
+Used by `tests/test_chaos.py` (the suite, part of `make test`) and `bench/chaos.py` (the table).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from broker.client import Farm
+from broker.keys import NODE_KEY_PREFIX, held_key
+from broker.settings import Settings
+from workers.embedded import RedisServer, WorkerProcess
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+SLOW_S = 2.0  # the program a fault may hit on every try sleeps this long; the others 0.05 s
+
+
+def base_job(i: int) -> dict[str, Any]:
+    return {"id": f"b{i}", "env": "program", "code": f"import time\ntime.sleep(0.05)\nprint({i})"}
+
+
+def numpy_job(i: int) -> dict[str, Any]:
+    code = f"import time\nimport numpy as np\ntime.sleep(0.05)\nprint(int(np.arange({i}).sum()))"
+    return {"id": f"n{i}", "env": "program", "code": code}
+
+
+def expected_stdout(job: dict[str, Any]) -> str:
+    """What the job prints when nothing goes wrong."""
+    if job["id"] == "slow":
+        return "slow\n"
+    i = int(job["id"][1:])
+    return f"{sum(range(i)) if job['id'].startswith('n') else i}\n"
+
+
+def batch(n: int) -> list[dict[str, Any]]:
+    """`n` programs with known output, base and numpy ones interleaved."""
+    return [numpy_job(i) if i % 2 else base_job(i) for i in range(n)]
+
+
+def slow_job() -> dict[str, Any]:
+    return {"id": "slow", "env": "program", "code": f"import time\ntime.sleep({SLOW_S})\nprint('slow')"}
+
+
+@dataclasses.dataclass
+class Row:
+    """What one scenario did to one batch."""
+
+    fault: str
+    jobs: int
+    lost: int = 0
+    dup: int = 0
+    wrong: int = 0
+    infra: int = 0
+    seconds: float = 0.0
+    note: str = ""
+    reruns: int = 0  # answers the producer received twice (a message that ran again) and dropped
+    infra_ids: list[str] = dataclasses.field(default_factory=list)
+
+    def cells(self) -> list[str]:
+        return [self.fault, str(self.jobs), str(self.lost), str(self.dup), str(self.wrong), str(self.infra),
+                f"{self.seconds:.1f}", str(self.reruns), self.note]  # fmt: skip
+
+
+def judge(row: Row, jobs: list[dict[str, Any]], seen: dict[int, list[Any]], farm: Farm | None = None) -> Row:
+    """Fill `row` from what the stream yielded for each job index (and the batch's stats)."""
+    if farm is not None:
+        row.reruns = farm.last_stats.duplicates
+    for index, job in enumerate(jobs):
+        results = seen.get(index, [])
+        if not results:
+            row.lost += 1
+            continue
+        row.dup += len(results) - 1
+        result = results[0]
+        if result["status"] == "infra_error":
+            row.infra += 1
+            row.infra_ids.append(job["id"])
+        elif (result["status"], result.get("stdout")) != ("ok", expected_stdout(job)):
+            row.wrong += 1
+    return row
+
+
+# -- the farm -------------------------------------------------------------------------------------
+
+
+def node_env(**overrides: str) -> dict[str, str]:
+    """A node's environment: this one without EVALFARM_*, metrics off (no port to fight over)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALFARM_")}
+    env.update({"EVALFARM_METRICS_PORT": "0", **overrides})
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+class Cluster:
+    """A private Redis and the nodes started on it; all stopped by `close`."""
+
+    def __init__(self, directory: str) -> None:
+        self.redis = RedisServer(directory=directory).start()
+        self.nodes: list[WorkerProcess] = []
+        self._names = 0
+
+    @property
+    def url(self) -> str:
+        return self.redis.url
+
+    def start_node(self, concurrency: int = 2, cpus: str | None = None, slot_base: int = 0) -> WorkerProcess:
+        """Start a node and wait until it advertises its pool."""
+        self._names += 1
+        name = f"chaos{self._names}@localhost"
+        args = ["--concurrency", str(concurrency), "--name", name, "--slot-base", str(slot_base)]
+        args += ["--cpus", cpus] if cpus else []
+        node = WorkerProcess(self.url, args, node_env()).start()
+        self.nodes.append(node)
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + 60
+        try:
+            while time.monotonic() < deadline:
+                keys = client.keys(NODE_KEY_PREFIX + name + "#*")
+                if keys and any(v not in (None, b"0") for v in client.mget(keys)):
+                    node.holder = keys[0].decode()[len(NODE_KEY_PREFIX) :]  # type: ignore[attr-defined]
+                    return node
+                time.sleep(0.05)
+        finally:
+            client.close()
+        raise RuntimeError(f"node {name} did not start")
+
+    def farm(self) -> Farm:
+        """A producer with the default settings (none read from this process's environment)."""
+        settings = Settings(_env_prefix="EVALFARM_CHAOS_UNUSED_", broker_url=self.url)  # type: ignore[call-arg]
+        return Farm(settings=settings, progress=False)
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.stop(grace_s=5)
+        self.redis.close()
+
+
+@contextlib.contextmanager
+def cluster() -> Iterator[Cluster]:
+    with tempfile.TemporaryDirectory(prefix="evalfarm-chaos-") as directory:
+        running = Cluster(directory)
+        try:
+            yield running
+        finally:
+            running.close()
+
+
+# -- finding the farm's processes -----------------------------------------------------------------
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def pool_processes(node: WorkerProcess) -> list[int]:
+    assert node.proc is not None
+    return children(node.proc.pid)
+
+
+def fork_servers(node: WorkerProcess, numpy: bool) -> list[int]:
+    """The node's fork servers of one kind (base, or the one with numpy preloaded)."""
+    found = []
+    for pool_pid in pool_processes(node):
+        for pid in children(pool_pid):
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except FileNotFoundError:
+                continue
+            if b"sandbox._server" in command and (b'"numpy"' in command) == numpy:
+                found.append(pid)
+    return found
+
+
+def running_programs(node: WorkerProcess, older_than_s: float = 0.0) -> list[int]:
+    """Runs in progress on the node's servers (a run is a child of its server)."""
+    servers = [server for numpy in (False, True) for server in fork_servers(node, numpy)]
+    runs = [run for server in servers for run in children(server)]
+    if older_than_s <= 0:
+        return runs
+    ticks, boot = os.sysconf("SC_CLK_TCK"), time.clock_gettime(time.CLOCK_BOOTTIME)
+    old = []
+    for pid in runs:
+        try:
+            started = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
+        except (FileNotFoundError, IndexError, ValueError):
+            continue
+        if boot - started >= older_than_s:
+            old.append(pid)
+    return old
+
+
+def kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def wait_until(condition: Callable[[], Any], timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    return None
+
+
+# -- the scenarios --------------------------------------------------------------------------------
+
+
+def stream_with_fault(
+    farm: Farm, jobs: list[dict[str, Any]], fault: Callable[[], str | None]
+) -> tuple[dict[int, list[Any]], float, str]:
+    """Stream `jobs`; call `fault()` once a third of the results are in: results by index, the
+    batch's seconds, and the fault's note."""
+    seen: dict[int, list[Any]] = {}
+    note = ""
+    started = time.monotonic()
+    for index, result in farm.stream(jobs, deadline_s=600):
+        seen.setdefault(index, []).append(result)
+        if len(seen) == len(jobs) // 3 and not note:
+            note = fault() or "-"
+    return seen, time.monotonic() - started, note
+
+
+def run_scenario(name: str, n_jobs: int) -> Row:
+    """Run one named scenario on a fresh cluster; its row."""
+    return SCENARIOS[name](n_jobs)
+
+
+def _one_node(
+    name: str, n_jobs: int, fault: Callable[[Cluster, WorkerProcess], str | None], two_nodes: bool = False
+) -> Row:
+    """A batch on one node of two processes (or two nodes of one, each pinned to its core)."""
+    jobs = batch(n_jobs)
+    with cluster() as farm_cluster:
+        if two_nodes:
+            cores = sorted(os.sched_getaffinity(0))
+            node = farm_cluster.start_node(concurrency=1, cpus=str(cores[0]), slot_base=0)
+            farm_cluster.start_node(concurrency=1, cpus=str(cores[-1]), slot_base=1)
+        else:
+            node = farm_cluster.start_node()
+        with farm_cluster.farm() as farm:
+            farm.score(batch(4))  # both servers of each slot up before the clock starts
+            seen, seconds, note = stream_with_fault(farm, jobs, lambda: fault(farm_cluster, node))
+            return judge(Row(name, len(jobs), seconds=seconds, note=note), jobs, seen, farm)
+
+
+def no_fault(n_jobs: int) -> Row:
+    return _one_node("none", n_jobs, lambda c, node: None)
+
+
+def kill_pool_process(n_jobs: int) -> Row:
+    return _one_node("a pool process", n_jobs, lambda c, node: kill(pool_processes(node)[0]) or "")
+
+
+def kill_base_server(n_jobs: int) -> Row:
+    def fault(c: Cluster, node: WorkerProcess) -> str:
+        busy = wait_until(lambda: [s for s in fork_servers(node, numpy=False) if children(s)], 5)
+        kill((busy or fork_servers(node, numpy=False))[0])
+        return "mid-run" if busy else "idle"
+
+    return _one_node("the base fork server", n_jobs, fault)
+
+
+def kill_numpy_server(n_jobs: int) -> Row:
+    def fault(c: Cluster, node: WorkerProcess) -> str:
+        busy = wait_until(lambda: [s for s in fork_servers(node, numpy=True) if children(s)], 5)
+        kill((busy or fork_servers(node, numpy=True))[0])
+        return "mid-run" if busy else "idle"
+
+    return _one_node("the numpy fork server", n_jobs, fault)
+
+
+def kill_running_program(n_jobs: int) -> Row:
+    def fault(c: Cluster, node: WorkerProcess) -> str:
+        runs = wait_until(lambda: running_programs(node), 5)
+        if not runs:
+            return "no run caught"
+        kill(runs[0])
+        return ""
+
+    return _one_node("a running program", n_jobs, fault)
+
+
+def kill_one_job_every_try(n_jobs: int) -> Row:
+    """A fault injected into the same job on every try: only that job may come back infra_error."""
+    jobs = batch(n_jobs)
+    jobs.insert(len(jobs) // 2, slow_job())
+    stop = threading.Event()
+    kills = [0]
+    with cluster() as farm_cluster:
+        node = farm_cluster.start_node()
+
+        def killer() -> None:  # every run older than half the slow job's sleep is the slow job
+            while not stop.is_set():
+                for pid in running_programs(node, older_than_s=SLOW_S / 2):
+                    kill(pid)
+                    kills[0] += 1
+                time.sleep(0.02)
+
+        thread = threading.Thread(target=killer, daemon=True)
+        with farm_cluster.farm() as farm:
+            farm.score(batch(4))
+            thread.start()
+            try:
+                seen, seconds, _ = stream_with_fault(farm, jobs, lambda: None)
+            finally:
+                stop.set()
+                thread.join()
+            row = judge(Row("one job's run, every try", len(jobs), seconds=seconds), jobs, seen, farm)
+    row.note = f"{kills[0]} kills of its runs"
+    return row
+
+
+def kill_node_main_then_replace(n_jobs: int) -> Row:
+    def fault(c: Cluster, node: WorkerProcess) -> str:
+        assert node.proc is not None
+        killed_at = time.monotonic()
+        kill(node.proc.pid)
+        node.proc.wait()
+        c.start_node()
+        return f"restored {restored_after(c, node, killed_at)}"
+
+    return _one_node("the node's main process (new node)", n_jobs, fault)
+
+
+def kill_node_with_a_second_running(n_jobs: int) -> Row:
+    jobs = batch(n_jobs)
+    with cluster() as farm_cluster:
+        victim = farm_cluster.start_node(concurrency=1, cpus=str(min(os.sched_getaffinity(0))), slot_base=0)
+        farm_cluster.start_node(concurrency=1, cpus=str(max(os.sched_getaffinity(0))), slot_base=1)
+
+        def fault() -> str:
+            assert victim.proc is not None
+            killed_at = time.monotonic()
+            os.killpg(victim.proc.pid, signal.SIGKILL)  # the whole node, nothing to replace it
+            victim.proc.wait()
+            return f"restored {restored_after(farm_cluster, victim, killed_at)}"
+
+        with farm_cluster.farm() as farm:
+            farm.score(batch(4))
+            seen, seconds, note = stream_with_fault(farm, jobs, fault)
+            return judge(
+                Row("a whole node (another runs)", len(jobs), seconds=seconds, note=note), jobs, seen, farm
+            )
+
+
+def restored_after(c: Cluster, node: WorkerProcess, killed_at: float) -> str:
+    """Seconds from the kill until the dead node's held messages were put back (in the background)."""
+    holder = getattr(node, "holder", "")
+    result: list[str] = []
+
+    def watch() -> None:
+        client = redis.Redis.from_url(c.url)
+        try:
+            wait_until(lambda: not client.exists(held_key(holder)), 120)
+            result.append(f"{time.monotonic() - killed_at:.1f} s after the kill")
+        finally:
+            client.close()
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    thread.join(60)
+    return result[0] if result else "not within 60 s"
+
+
+def restart_redis(n_jobs: int) -> Row:
+    def fault(c: Cluster, node: WorkerProcess) -> str:
+        c.redis.stop()  # SIGTERM: Redis writes its AOF out
+        time.sleep(1.0)
+        c.redis.start()
+        return "down 1 s"
+
+    return _one_node("Redis restarted (AOF)", n_jobs, fault)
+
+
+def pause_redis(n_jobs: int) -> Row:
+    def fault(c: Cluster, node: WorkerProcess) -> str:
+        assert c.redis.proc is not None
+        pid = c.redis.proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        threading.Timer(30.0, lambda: os.kill(pid, signal.SIGCONT)).start()
+        return "SIGSTOP 30 s, two nodes"
+
+    return _one_node("Redis paused", n_jobs, fault, two_nodes=True)
+
+
+PRODUCER = """
+import json, sys
+sys.path[:0] = {paths!r}
+from chaos_support import batch
+from broker.client import Farm
+from broker.settings import Settings
+settings = Settings(_env_prefix="EVALFARM_CHAOS_UNUSED_", broker_url={url!r})
+with Farm(settings=settings, progress=False) as farm:
+    for n, _ in enumerate(farm.stream(batch({n}))):
+        if n == {n} // 3:
+            print("a third in", flush=True)
+"""
+
+
+def kill_producer_and_resend(n_jobs: int) -> Row:
+    jobs = batch(n_jobs)
+    with cluster() as farm_cluster:
+        farm_cluster.start_node()
+        script = PRODUCER.format(paths=[str(TESTS), str(ROOT)], url=farm_cluster.url, n=n_jobs)
+        with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as first:
+            assert first.stdout is not None
+            first.stdout.readline()
+            kill(first.pid)
+        with farm_cluster.farm() as farm:
+            seen, seconds, _ = stream_with_fault(farm, jobs, lambda: None)
+            return judge(Row("the producer (batch sent again)", len(jobs), seconds=seconds), jobs, seen, farm)
+
+
+SCENARIOS: dict[str, Callable[[int], Row]] = {
+    "none": no_fault,
+    "pool_process": kill_pool_process,
+    "base_server": kill_base_server,
+    "numpy_server": kill_numpy_server,
+    "running_program": kill_running_program,
+    "node_main": kill_node_main_then_replace,
+    "whole_node": kill_node_with_a_second_running,
+    "redis_restart": restart_redis,
+    "redis_pause": pause_redis,
+    "producer": kill_producer_and_resend,
+    "same_job_every_try": kill_one_job_every_try,
+}
+
+
+def table(rows: list[Row]) -> str:
+    """The rows as an aligned text table."""
+    header = [
+        "fault (kill -9 unless said)",
+        "jobs",
+        "lost",
+        "dup",
+        "wrong",
+        "infra",
+        "seconds",
+        "reruns",
+        "note",
+    ]
+    cells = [header, *(row.cells() for row in rows)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells)
+
+
+if __name__ == "__main__":  # one scenario, as JSON: python tests/chaos_support.py NAME N
+    print(json.dumps(dataclasses.asdict(run_scenario(sys.argv[1], int(sys.argv[2])))))
