@@ -36,14 +36,19 @@ RUN_ENVIRONMENT = {
 }
 
 
-def child_main(plan: dict[str, Any], fds: tuple[int, int, int, int], code: bytes, args: bytes) -> None:
+FETCH_MAX_BYTES = 8 << 20  # the files a run's result brings back, in all
+
+
+def child_main(
+    plan: dict[str, Any], fds: tuple[int, int, int, int], code: bytes, args: bytes, files: bytes = b""
+) -> None:
     """Entry point of a freshly forked run; never returns."""
     try:
         _enter(plan, fds)
     except BaseException as error:
         _report({"setup_error": f"{type(error).__name__}: {error}"})
         os._exit(SETUP_FAILED_EXIT)
-    _execute(plan, code, args)
+    _execute(plan, code, args, files)
 
 
 def _enter(plan: dict[str, Any], fds: tuple[int, int, int, int]) -> None:
@@ -116,7 +121,7 @@ def _report(outcome: dict[str, Any]) -> None:
         pass
 
 
-def _execute(plan: dict[str, Any], code: bytes, args: bytes) -> None:
+def _execute(plan: dict[str, Any], code: bytes, args: bytes, files: bytes = b"") -> None:
     """Compile and run the program as __main__, then report how it ended."""
     import builtins
     import types
@@ -135,6 +140,8 @@ def _execute(plan: dict[str, Any], code: bytes, args: bytes) -> None:
     outcome: dict[str, Any] = {"completed": False}
     exit_code = 0
     try:
+        if files:
+            _write_files(json.loads(files))
         exec(compiled, main.__dict__)
         if plan.get("call"):
             outcome.update(_call(main.__dict__, plan["call"], args))
@@ -146,8 +153,41 @@ def _execute(plan: dict[str, Any], code: bytes, args: bytes) -> None:
         _print_exception(error, skip_frames=1)
         exit_code = 1
     _finish_threads()
+    if plan.get("fetch"):
+        outcome["files"] = _fetch_files(plan["fetch"])
     _report(outcome)
     _exit(exit_code)
+
+
+def _write_files(files: dict[str, Any]) -> None:
+    """The job's input files, into /tmp (the run's own tmpfs, within its limits), as the program."""
+    import base64
+
+    for path, content in files.items():
+        target = os.path.join("/tmp", path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(base64.b64decode(content) if content else b"")
+
+
+def _fetch_files(paths: list[str]) -> dict[str, str]:
+    """The requested files that exist under /tmp once the program ended, base64, within a total cap."""
+    import base64
+
+    found: dict[str, str] = {}
+    budget = FETCH_MAX_BYTES
+    for path in paths:
+        target = os.path.join("/tmp", path)
+        try:
+            if not os.path.isfile(target) or os.path.getsize(target) > budget:
+                continue
+            with open(target, "rb") as handle:
+                content = handle.read(budget + 1)
+        except OSError:
+            continue
+        budget -= len(content)
+        found[path] = base64.b64encode(content).decode()
+    return found
 
 
 def _call(namespace: dict[str, Any], spec: dict[str, Any], args: bytes) -> dict[str, Any]:

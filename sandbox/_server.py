@@ -136,9 +136,13 @@ class Server:
             _protocol.send(channel, header, *outputs)
 
     def run(
-        self, request: dict[str, Any], code: bytes, stdin: bytes, args: bytes
+        self, request: dict[str, Any], code: bytes, stdin: bytes, args: bytes, files: bytes = b""
     ) -> tuple[dict, list[bytes]]:
-        """Run one program; return the result header and [stdout, stderr]."""
+        """Run one program; return the result header and [stdout, stderr].
+
+        `files`: JSON {relative path: base64 content} written into the run's /tmp before it starts;
+        `request["fetch"]`: paths under /tmp whose contents come back in the result.
+        """
         limits = request["limits"]
         plan = {
             "uid": self.uid,
@@ -148,6 +152,7 @@ class Server:
             "seccomp_filter": self.seccomp_filter,
             "address_space_bytes": self.baseline_address_space + (limits["memory_mb"] << 20),
             "call": request.get("call"),
+            "fetch": request.get("fetch") or [],
             "max_fd": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
             "cgroup_fds": self.cgroups.procs_fds if self.cgroups else [],
         }
@@ -159,7 +164,7 @@ class Server:
         started = time.monotonic()
         pid = os.fork()
         if pid == 0:
-            _runner.child_main(plan, child_ends, code, args)
+            _runner.child_main(plan, child_ends, code, args, files)
         _linux.setns(self.pid_ns_fd, _linux.CLONE_NEWPID)  # so the next unshare may create another
         for fd in child_ends:
             os.close(fd)
@@ -289,6 +294,8 @@ class _Supervision:
             "max_rss_mb": self.rusage.ru_maxrss / 1024,
             "completed": bool(outcome.get("completed")) and status is Status.OK,
             "value": outcome.get("value"),
+            "exception": outcome.get("exception"),
+            "files": outcome.get("files"),
         }
 
 
@@ -391,8 +398,9 @@ def main() -> None:
     config = json.loads(sys.argv[1])
     if config.get("cpus"):
         os.sched_setaffinity(0, config["cpus"])  # first, so every process of the slot inherits it
-    os.dup2(config["control_fd"], CONTROL_FD)
-    os.close(config["control_fd"])
+    if config["control_fd"] != CONTROL_FD:  # the client's descriptor may already be that number
+        os.dup2(config["control_fd"], CONTROL_FD)
+        os.close(config["control_fd"])
     channel = socket.socket(fileno=CONTROL_FD)
     server = Server(config)
     try:

@@ -65,6 +65,9 @@ class SandboxConfig:
     uid_base: int = 1_990_000  # runs of slot n use the first free uid from here when root
     uid_count: int = 4096
     lock_dir: str = "/run/evalfarm/slots"
+    # Directories put first on the servers' import path: where modules preloaded for programs, beyond
+    # the stdlib and site-packages, are found (they are imported before the server walls itself in).
+    import_paths: tuple[str, ...] = ()
     start_timeout_s: float = 60.0
     margin_s: float = 10.0  # beyond a run's wall limit before the server is presumed lost
     # Tries of one run when the sandbox fails under it (its server dies, or something outside kills
@@ -156,8 +159,13 @@ class Sandbox:
         stdin: str | bytes = b"",
         limits: Limits | None = None,
         call: CallSpec | None = None,
+        files: dict[str, str] | None = None,
+        fetch: list[str] | None = None,
     ) -> RunResult:
         """Run `code` as a fresh isolated process; the sandbox's own failure is an INFRA_ERROR result.
+
+        `files` ({relative path: base64 content}) are written into the run's /tmp before it starts;
+        the `fetch` paths under /tmp that exist when the program ends come back in `RunResult.files`.
 
         A fault of the sandbox under a run (its server died, or a SIGKILL from outside ended it) is
         not the program's: the run starts again, on a fresh server where needed, up to
@@ -171,10 +179,13 @@ class Sandbox:
         if call is not None:
             request["call"] = {"func_name": call.func_name, "max_value_bytes": call.max_value_bytes}
             args = json.dumps({"args": call.args, "kwargs": call.kwargs}).encode()
+        if fetch:
+            request["fetch"] = list(fetch)
+        blobs = (code_bytes, stdin_bytes, args, json.dumps(files).encode() if files else b"")
         server = self._extended if self._wants_extended.search(code_bytes) else self._base
         with self._lock:
             for attempt in range(1, self.config.run_attempts + 1):
-                result, reason = self._attempt(server, request, code_bytes, stdin_bytes, args, limits)
+                result, reason = self._attempt(server, request, blobs, limits)
                 if reason is None:
                     return result
                 self.restarts[reason] += 1
@@ -187,7 +198,7 @@ class Sandbox:
             )
 
     def _attempt(
-        self, server: _Server, request: dict[str, Any], code: bytes, stdin: bytes, args: bytes, limits: Limits
+        self, server: _Server, request: dict[str, Any], blobs: tuple[bytes, ...], limits: Limits
     ) -> tuple[RunResult, str | None]:
         """One try of a run: its result, and why it must be tried again (None when it need not)."""
         if server.lost():
@@ -204,7 +215,7 @@ class Sandbox:
             failure = f"sandbox failure: {error}"
             return RunResult(status=Status.INFRA_ERROR, error=failure), "server_start_failed"
         try:
-            result = server.exchange(request, code, stdin, args, limits)
+            result = server.exchange(request, blobs, limits)
         except (OSError, _protocol.ProtocolError, SandboxError) as error:
             server.stop()
             failure = f"sandbox failure: its server was lost during the run ({error})"
@@ -270,7 +281,8 @@ class _Server:
             "python_dirs": _python_dirs(),
             "cpus": self.sandbox.cpus,
         }
-        boot = f"import sys; sys.path[:0] = {_import_paths()!r}; from sandbox._server import main; main()"
+        paths = [*self.sandbox.config.import_paths, *_import_paths()]
+        boot = f"import sys; sys.path[:0] = {paths!r}; from sandbox._server import main; main()"
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", boot, json.dumps(server_config)],
             pass_fds=[theirs.fileno()],
@@ -300,12 +312,10 @@ class _Server:
             raise SandboxError(f"sandbox slot {slot} ({self.name}) failed to set up: {hello.get('error')}")
         self.layers = hello["layers"]
 
-    def exchange(
-        self, request: dict[str, Any], code: bytes, stdin: bytes, args: bytes, limits: Limits
-    ) -> RunResult:
+    def exchange(self, request: dict[str, Any], blobs: tuple[bytes, ...], limits: Limits) -> RunResult:
         assert self.channel is not None
         self.channel.settimeout(limits.wall_s + self.sandbox.config.margin_s)
-        _protocol.send(self.channel, request, code, stdin, args)
+        _protocol.send(self.channel, request, *blobs)
         header, (stdout, stderr) = _protocol.recv(self.channel)
         header["status"] = Status(header["status"])
         return RunResult(stdout=stdout, stderr=stderr, **header)

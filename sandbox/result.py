@@ -32,6 +32,8 @@ class RunResult:
     value: str | None = None
     error: str | None = None
     infra_reason: str | None = None
+    exception: str | None = None  # the type name of the exception that ended the program, if one did
+    files: dict[str, str] | None = None  # fetched files: relative path -> base64 content
 
     def to_fields(self) -> dict[str, Any]:
         """The result fields of the `program` env (output decoded as UTF-8 with replacement)."""

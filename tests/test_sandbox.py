@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -226,3 +227,21 @@ def test_packages_installed_below_tmp_stay_importable(
             assert sandbox.run("import os\nprint(os.listdir('/tmp'))").stdout == b"[]\n"
     finally:
         shutil.rmtree(base)
+
+
+def test_a_slot_starts_whatever_descriptor_number_its_channel_gets() -> None:
+    # The server moves its channel to a fixed descriptor; the client's end may already be that one.
+    # A slot opens a few descriptors of its own first (a uid lock as root), so try several offsets.
+    from sandbox._server import CONTROL_FD
+
+    for free_below in (1, 2, 3, 4):
+        spare = []
+        try:
+            while (fd := os.open("/dev/null", os.O_RDONLY)) < CONTROL_FD - free_below:
+                spare.append(fd)
+            os.close(fd)  # from here up, the descriptors are free
+            with Sandbox(slot=934) as sandbox:
+                assert sandbox.run("print(1)").stdout == b"1\n"
+        finally:
+            for fd in spare:
+                os.close(fd)
