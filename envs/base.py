@@ -44,9 +44,10 @@ class Context:
     def sandbox(self) -> Any:
         """This slot's sandbox; its server starts with the first run (or `start()`)."""
         if self._sandbox is None:
+            from envs.runtime import sandbox_config
             from sandbox import Sandbox
 
-            self._sandbox = Sandbox(slot=self.slot)
+            self._sandbox = Sandbox(slot=self.slot, config=sandbox_config())
         return self._sandbox
 
     def take_sandbox_restarts(self) -> dict[str, int]:

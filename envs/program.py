@@ -1,11 +1,19 @@
-"""The `program` env: run one Python program with its stdin and report what it did."""
+"""The `program` env: run one Python program with its stdin and report what it did.
+
+A job may also carry `files` (relative path -> base64 content, written into the run's private /tmp,
+its working directory, before it starts) and `fetch_files` (paths whose contents, base64, come back
+in the result's `files` when the program ends; at most 8 MiB in all), as SandboxFusion's requests do.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from envs.base import Context, Env
 from envs.validation import JobModel, validate_job
@@ -13,13 +21,46 @@ from sandbox import Limits
 
 MAX_CODE_CHARS = 1 << 20
 MAX_STDIN_CHARS = 16 << 20
+MAX_FILES = 64
+MAX_FILES_CHARS = 32 << 20  # base64 text of all input files together
+
+
+def relative_path(path: str) -> str:
+    """`path` if it names a file inside the working directory; ValueError otherwise."""
+    normal = posixpath.normpath(path)
+    if not path or "\0" in path or path.startswith("/") or normal == "." or normal.split("/")[0] == "..":
+        raise ValueError(f"{path!r} is not a relative path inside the working directory")
+    return normal
 
 
 class ProgramJob(JobModel):
-    """A `program` job: the code and, optionally, its standard input."""
+    """A `program` job: the code and, optionally, its standard input and working-directory files."""
 
     code: str = Field(max_length=MAX_CODE_CHARS)
     stdin: str = Field(default="", max_length=MAX_STDIN_CHARS)
+    files: dict[str, str | None] = Field(default_factory=dict, max_length=MAX_FILES)
+    fetch_files: list[str] = Field(default_factory=list, max_length=MAX_FILES)
+
+    @field_validator("files")
+    @classmethod
+    def _files(cls, files: dict[str, str | None]) -> dict[str, str | None]:
+        """Relative paths and base64 contents, within the size cap."""
+        if sum(len(content or "") for content in files.values()) > MAX_FILES_CHARS:
+            raise ValueError(f"the files take more than {MAX_FILES_CHARS} characters of base64")
+        checked = {}
+        for path, content in files.items():
+            try:
+                base64.b64decode(content or "", validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError(f"{path!r}: not base64") from None
+            checked[relative_path(path)] = content
+        return checked
+
+    @field_validator("fetch_files")
+    @classmethod
+    def _fetch_files(cls, paths: list[str]) -> list[str]:
+        """Relative paths."""
+        return [relative_path(path) for path in paths]
 
 
 class ProgramEnv(Env):
@@ -32,5 +73,11 @@ class ProgramEnv(Env):
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Run the program in this slot's sandbox."""
         request = validate_job(ProgramJob, job)
-        run = ctx.sandbox.run(request.code, request.stdin, limits)
-        return {"status": run.status.value, "reward": None, "error": run.error, **run.to_fields()}
+        files = {path: content or "" for path, content in request.files.items()}
+        run = ctx.sandbox.run(
+            request.code, request.stdin, limits, files=files or None, fetch=request.fetch_files
+        )
+        result = {"status": run.status.value, "reward": None, "error": run.error, **run.to_fields()}
+        if request.fetch_files:
+            result["files"] = run.files or {}
+        return result

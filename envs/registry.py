@@ -13,6 +13,7 @@ _ENTRY_POINTS: dict[str, str] = {
     "codecontests": "envs.codecontests:CodeContestsEnv",
     "humaneval": "envs.humaneval:HumanEvalEnv",
     "call": "envs.call:CallEnv",
+    "elm": "envs.elm:ElmEnv",
     "weight_edits": "envs.weight_edits:WeightEditsEnv",
 }
 _INSTANCES: dict[str, Env] = {}

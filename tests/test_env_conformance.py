@@ -35,6 +35,12 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "call": {"code": "import numpy as np\ndef f(n):\n    return np.eye(n)", "func_name": "f", "args": [2]},
     "weight_edits": {"game": "breakout", "answer": "I would not change anything.", "episodes": 1},
+    "elm": {
+        "code": "from openelm.environments.sodaracer.walker import walker_creator\n"
+        "def make_walker():\n    wc = walker_creator()\n    a, b = wc.add_joint(0, 0), wc.add_joint(1, 1)\n"
+        "    wc.add_muscle(a, b, 2.0, 0.5)\n    return wc.get_walker()\n",
+        "kind": "walker",
+    },
 }
 RESULT_KEYS = {"id", "env", "status", "code", "reward", "error", "run_s", "env_version", "limits"}
 TIMING_KEYS = {"run_s", "queued_s", "wall_s", "cpu_s", "max_rss_mb"}

@@ -74,11 +74,13 @@ class InlinePool:
     """
 
     def __init__(self, workers: int = 2, cpus: list[int] | None = None, env_ids: Iterable[str] = ()) -> None:
+        from envs.runtime import sandbox_config
         from sandbox import Sandbox
 
         cpus = cpus or sorted(os.sched_getaffinity(0))
         # The slots' servers set up while this process imports and forks.
-        sandboxes = [Sandbox(slot=i, cpus={cpus[i % len(cpus)]}) for i in range(workers)]
+        config = sandbox_config()
+        sandboxes = [Sandbox(slot=i, config=config, cpus={cpus[i % len(cpus)]}) for i in range(workers)]
         for sandbox in sandboxes:
             sandbox.launch()
         self._servers = [server for sandbox in sandboxes for server in sandbox.server_processes]

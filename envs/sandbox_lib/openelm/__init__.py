@@ -1,0 +1,1 @@
+"""evalfarm's stand-in for the parts of OpenELM that sandboxed programs import (see ../README.md)."""

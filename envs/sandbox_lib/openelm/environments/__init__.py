@@ -1,0 +1,1 @@
+"""OpenELM's environments, as far as sandboxed programs use them."""

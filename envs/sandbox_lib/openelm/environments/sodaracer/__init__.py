@@ -1,0 +1,1 @@
+"""The Sodarace domain, as far as sandboxed programs use it: the walker API."""
