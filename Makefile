@@ -6,10 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test test-fast lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tests/clients-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps -r tests/clients-requirements.txt
 	touch $(STAMP)
 
 setup: $(STAMP)

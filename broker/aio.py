@@ -91,14 +91,22 @@ class AsyncFarm:
         priority: bool = False,
         deadline_s: float | None = None,
         progress: bool | None = None,
+        spread: bool = True,
     ) -> AsyncIterator[tuple[int, Result]]:
-        """Yield `(index, result)` for every job as results complete; each index exactly once."""
+        """Yield `(index, result)` for every job as results complete; each index exactly once.
+
+        `spread=False` packs the jobs into messages for efficiency alone, not also cut so that every
+        pool process gets a share: for a batch sent while others keep the farm busy.
+        """
         run = self._producer.new_run(jobs, deadline_s)
         reply_key = replies.new_reply_key()
         bar = progress_bar(len(jobs), self.progress if progress is None else progress)
         try:
             known = self._producer.known_processes()
-            run.plan(known if known is not None else await asyncio.to_thread(self.processes))
+            if not spread:
+                run.plan(0)
+            else:
+                run.plan(known if known is not None else await asyncio.to_thread(self.processes))
             lane = self._producer.lane(priority)
             while True:
                 for index, result in run.drain():
@@ -123,6 +131,23 @@ class AsyncFarm:
             self.last_stats = run.batch.stats
             abandoned = run.abandoned()
             await asyncio.shield(self._cleanup(abandoned, reply_key))
+
+    async def status(self) -> dict[str, Any]:
+        """Whether Redis answers, and the live worker nodes and pool processes it knows of."""
+        from broker.keys import NODE_KEY_PREFIX
+
+        try:
+            await self._redis.ping()
+            keys = [key async for key in self._redis.scan_iter(match=NODE_KEY_PREFIX + "*", count=1000)]
+            values = await self._redis.mget(keys) if keys else []
+        except Exception as error:  # unreachable: that is the answer
+            return {"redis": False, "error": f"{type(error).__name__}: {error}", "nodes": 0, "processes": 0}
+        sizes = [int(v) for v in values if v is not None]
+        return {"redis": True, "nodes": sum(1 for n in sizes if n), "processes": sum(sizes)}
+
+    def known_processes(self) -> int | None:
+        """The farm's pool size if known without asking Redis (given, or read less than 30 s ago)."""
+        return self._producer.known_processes()
 
     def processes(self) -> int:
         """Pool processes serving the farm (blocking: read in a thread from async code)."""

@@ -45,8 +45,11 @@ def plan_chunks(
 
 
 def chunk_cost_s(total_s: float, settings: Settings, processes: int) -> float:
-    """The work one chunk should carry for a batch of `total_s` seconds on `processes` processes."""
+    """The work one chunk should carry for a batch of `total_s` seconds on `processes` processes
+    (0: for efficiency alone, when other batches keep the pool busy)."""
     efficient = settings.message_overhead_s / settings.max_overhead
+    if processes <= 0:
+        return efficient
     balanced = total_s / (settings.messages_per_process * max(1, processes))
     return min(efficient, balanced)
 

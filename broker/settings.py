@@ -80,6 +80,14 @@ class Settings(BaseSettings):
     reply_ttl_s: int = Field(default=600, ge=1, description="a reply list outlives its last push by this")
     publish_retries: int = Field(default=40, ge=0, description="about 0.5 s apart: rides out a Redis restart")
 
+    # The HTTP gateway (`evalfarm gateway`).
+    gateway_token: str | None = Field(default=None, description="bearer token; required off loopback")
+    gateway_max_body_bytes: int = Field(default=32 << 20, ge=1024)
+    gateway_max_jobs: int = Field(default=4096, ge=1, description="jobs (or codes, queries) per request")
+    gateway_deadline_s: float = Field(default=600.0, gt=0, description="a native request's default deadline")
+    gateway_linger_s: float = Field(default=0.05, ge=0, description="longest micro-batch wait, under load")
+    gateway_batch_jobs: int = Field(default=1024, ge=1, description="most jobs per micro-batch")
+
     @model_validator(mode="after")
     def _check_time_limits(self) -> Settings:
         """Refuse limits that would run a task twice or kill it before it can answer."""

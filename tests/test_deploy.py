@@ -61,7 +61,7 @@ def seconds(duration: str) -> float:
 
 
 def test_compose_has_the_services_each_with_a_health_check_and_a_restart_policy(compose) -> None:
-    assert set(compose["services"]) == {"redis", "worker", "prometheus", "grafana"}
+    assert set(compose["services"]) == {"redis", "worker", "gateway", "prometheus", "grafana"}
     for name, service in compose["services"].items():
         assert service.get("restart") in ("unless-stopped", "always"), name
         assert service.get("healthcheck", {}).get("test"), name
@@ -93,6 +93,17 @@ def test_worker_gets_the_least_privilege_the_sandbox_works_with(worker) -> None:
     assert worker["cap_drop"] == ["ALL"] and "cap_add" not in worker
     assert "no-new-privileges:true" in options and worker["read_only"] is True
     assert worker["mem_limit"] and worker["pids_limit"] > 0  # no cgroups per slot in a container
+
+
+def test_the_gateway_runs_the_worker_image_and_needs_a_token(compose, worker) -> None:
+    gateway = compose["services"]["gateway"]
+    assert gateway["image"] == worker["image"] and "build" not in gateway
+    assert gateway["entrypoint"][0].endswith("/evalfarm") and gateway["command"][0] == "gateway"
+    assert "0.0.0.0" in gateway["command"]  # inside its container: published on loopback only
+    token = gateway["environment"]["EVALFARM_GATEWAY_TOKEN"]
+    assert token.startswith("${EVALFARM_GATEWAY_TOKEN:?"), "no default token: compose must refuse to start"
+    assert gateway["cap_drop"] == ["ALL"] and gateway["read_only"] is True
+    assert "/v1/health" in " ".join(gateway["healthcheck"]["test"])
 
 
 def test_worker_environment_is_valid_farm_settings(worker) -> None:

@@ -10,7 +10,7 @@ import sys
 
 # Subcommand modules, each with `register(subparsers)` adding its parser with `func` as default.
 # Imported lazily by name so `evalfarm run` never pays for Celery or MinAtar.
-COMMANDS = ("run", "score", "datasets", "verify", "up", "worker", "demo")
+COMMANDS = ("run", "score", "datasets", "verify", "up", "worker", "gateway", "demo")
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:

@@ -185,11 +185,48 @@ class WorkerProcess:
             self.proc = None
 
 
+class GatewayProcess(WorkerProcess):
+    """`evalfarm gateway` on loopback as a child process in its own process group."""
+
+    def __init__(self, broker_url: str, port: int, env: dict[str, str] | None = None) -> None:
+        super().__init__(broker_url, (), env)
+        self.port = port
+        self.command = [
+            sys.executable,
+            "-m",
+            "workers.cli",
+            "gateway",
+            "--broker",
+            broker_url,
+            "--port",
+            str(port),
+        ]
+
+    @property
+    def url(self) -> str:
+        """Where the gateway answers."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Wait until the gateway accepts connections."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive:
+                raise EmbeddedError("the gateway exited during start-up")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise EmbeddedError(f"the gateway did not listen on port {self.port} within {timeout_s} s")
+
+
 class EmbeddedFarm:
     """Redis plus one worker node consuming every queue, on this machine; a context manager.
 
     `workers` sizes the node's pool (default: one process per allowed CPU); `worker_env` is the
     environment of the node (default: this process's), where tests put their EVALFARM_* settings.
+    `http_port` also starts the HTTP gateway there, on loopback.
     """
 
     def __init__(
@@ -198,10 +235,12 @@ class EmbeddedFarm:
         worker_args: Sequence[str] = (),
         worker_env: dict[str, str] | None = None,
         redis_port: int | None = None,
+        http_port: int | None = None,
     ) -> None:
         self.redis = RedisServer(port=redis_port)
         args = [*worker_args, *(["--concurrency", str(workers)] if workers else [])]
         self.worker = WorkerProcess(self.redis.url, args, worker_env)
+        self.gateway = GatewayProcess(self.redis.url, http_port, worker_env) if http_port else None
 
     @property
     def broker_url(self) -> str:
@@ -225,7 +264,11 @@ class EmbeddedFarm:
         try:
             self.redis.start()
             self.worker.start()
+            if self.gateway is not None:
+                self.gateway.start()
             self.wait_ready(ready_timeout_s)
+            if self.gateway is not None:
+                self.gateway.wait_ready(ready_timeout_s)
         except BaseException:
             self.close()
             raise
@@ -253,7 +296,9 @@ class EmbeddedFarm:
         raise EmbeddedError(f"no worker node became ready within {timeout_s} s")
 
     def close(self) -> None:
-        """Stop the node (warm), then Redis; nothing this object started is left running."""
+        """Stop the gateway and the node (warm), then Redis; nothing this object started is left."""
+        if self.gateway is not None:
+            self.gateway.stop(grace_s=10.0)
         self.worker.stop()
         self.redis.close()
 

@@ -23,6 +23,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--workers", type=int, metavar="N", help="pool processes (default: one per CPU)")
     parser.add_argument("--cpus", type=cpu_list, metavar="LIST", help="cores to pin workers to, e.g. 0-3")
     parser.add_argument("--port", type=int, metavar="PORT", help="Redis port (default: a free one)")
+    parser.add_argument("--http", type=int, metavar="PORT", help="also serve the HTTP gateway on this port")
     parser.set_defaults(func=run)
 
 
@@ -31,12 +32,14 @@ def run(args: argparse.Namespace) -> int:
     from workers.embedded import EmbeddedFarm
 
     extra = ["--cpus", ",".join(map(str, args.cpus))] if args.cpus else []
-    farm = EmbeddedFarm(workers=args.workers, worker_args=extra, redis_port=args.port)
+    farm = EmbeddedFarm(workers=args.workers, worker_args=extra, redis_port=args.port, http_port=args.http)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         farm.start()
         print(f"broker:  {farm.broker_url}", flush=True)
         print(f"metrics: {farm.metrics_url or 'not served'}", flush=True)
+        if farm.gateway is not None:
+            print(f"http:    {farm.gateway.url}", flush=True)
         print("Ctrl-C stops the farm", file=sys.stderr, flush=True)
         return _supervise(farm)
     except KeyboardInterrupt:
@@ -54,10 +57,11 @@ def _supervise(farm: Any) -> int:
         if not farm.redis.alive:
             print("redis exited; stopping the farm", file=sys.stderr, flush=True)
             return 1
-        if not farm.worker.alive:
-            print("worker node died; restarting it", file=sys.stderr, flush=True)
-            farm.worker.stop()
-            farm.worker.start()
+        for name, child in (("worker node", farm.worker), ("gateway", farm.gateway)):
+            if child is not None and not child.alive:
+                print(f"{name} died; restarting it", file=sys.stderr, flush=True)
+                child.stop()
+                child.start()
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

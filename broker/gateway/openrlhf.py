@@ -1,0 +1,83 @@
+"""OpenRLHF's remote reward model: `POST /get_reward` `{"query", "prompts", "labels"}`.
+
+Each label is a job template (the job's fields but the answer: `{"env": "codecontests", "problem":
+{...}}`, as a JSON string or an object); the answer is the query with its prompt removed, put in
+the env's answer field (`broker.completions`). The response is `{"rewards", "scores",
+"extra_logs"}`, one entry per query: `rewards` and `scores` the farm's rewards, and `extra_logs`
+per-sample numbers for the trainer's logs (`passed` of `total` tests where an env counts them).
+A job with no reward (an env that gives none) rewards 0.0.
+
+An infra failure that outlived the farm's retries answers HTTP 503, never a reward: OpenRLHF's
+client retries the request (five times), then leaves the sample unrewarded. A malformed request or
+label answers 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from broker.completions import TemplateError, completion_of, job_from_template
+from broker.gateway.app import Gateway, RequestError, json_error, read_json, route
+from broker.result import Result
+
+
+class RewardRequest(BaseModel):
+    """OpenRLHF's request: parallel lists."""
+
+    model_config = ConfigDict(extra="ignore")
+    query: list[str]
+    prompts: list[str]
+    labels: list[Any]
+
+
+def extra_logs(results: list[Result]) -> dict[str, list[float]]:
+    """Per-sample numbers worth logging beside the rewards."""
+    logs = {
+        "ok": [float(r.get("status") == "ok") for r in results],
+        "passed": [float(r.get("passed") or 0) for r in results],
+        "total": [float(r.get("total") or 0) for r in results],
+    }
+    return logs
+
+
+async def get_reward(request: Request, gateway: Gateway) -> Response:
+    """Score each query's answer against its label; the rewards, or 503 if the farm failed."""
+    body = await read_json(request, gateway.settings.gateway_max_body_bytes)
+    try:
+        parsed = RewardRequest.model_validate(body)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        raise RequestError(400, f"{'.'.join(map(str, first['loc'])) or 'body'}: {first['msg']}") from None
+    if not len(parsed.query) == len(parsed.prompts) == len(parsed.labels):
+        raise RequestError(400, "query, prompts and labels must have the same length")
+    gateway.check_count(len(parsed.query), "queries")
+    try:
+        jobs = [
+            job_from_template(label, completion_of(query, prompt), f"rm-{i}")
+            for i, (query, prompt, label) in enumerate(
+                zip(parsed.query, parsed.prompts, parsed.labels, strict=True)
+            )
+        ]
+    except TemplateError as error:
+        raise RequestError(400, f"labels: {error}") from None
+    results = await gateway.score("/get_reward", jobs, gateway.settings.gateway_deadline_s)
+    infra = [r for r in results if r.is_infra]
+    if infra:
+        return JSONResponse(
+            {"error": f"the farm failed on {len(infra)} samples: {infra[0].get('error')}"}, 503
+        )
+    invalid = [r for r in results if r.get("status") == "invalid_job"]
+    if invalid:
+        raise RequestError(400, f"labels: {invalid[0].get('error')}")
+    rewards = [float(r.reward) if r.reward is not None else 0.0 for r in results]
+    return JSONResponse({"rewards": rewards, "scores": rewards, "extra_logs": extra_logs(results)})
+
+
+def routes(gateway: Gateway) -> list[Route]:
+    """OpenRLHF's route."""
+    return [route("/get_reward", get_reward, gateway, json_error, ["POST"])]

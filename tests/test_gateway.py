@@ -1,0 +1,500 @@
+"""The HTTP gateway against a real farm, called by real HTTP clients as their systems call them.
+
+A private Redis, a worker node, and `evalfarm gateway` in its own process on a free port. ELM's
+calls are made exactly as OpenELM's client makes them (`requests.post(..., json=..., timeout=...)`,
+then `Sodaracer(**json.loads(resp.text))` with OpenELM's own class); verl's `sandbox_fusion` reward
+code is verl's own file; OpenRLHF's request is the shape its remote reward client posts.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import foreign_clients
+import pytest
+import requests
+from farm_support import ROOT, worker_env
+
+from workers.embedded import GatewayProcess, RedisServer, WorkerProcess, free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox, pytest.mark.timeout(300)]
+
+ELM_TIMEOUT_S = 5.0  # OpenELM's EnvConfig.timeout: the run's limit and the HTTP client's timeout
+
+
+class Farm:
+    """Redis, one node and a gateway; `url` is the gateway's."""
+
+    def __init__(self, directory: str, **gateway_env: str) -> None:
+        self.redis = RedisServer(directory=directory).start()
+        env = worker_env(EVALFARM_WARM_SANDBOX="1")
+        self.node = WorkerProcess(self.redis.url, ["--concurrency", "2"], env).start()
+        self.gateway = GatewayProcess(self.redis.url, free_port(), worker_env(**gateway_env)).start()
+        self.gateway.wait_ready(60)
+        self.url = self.gateway.url
+        deadline = time.monotonic() + 60
+        while requests.get(f"{self.url}/v1/health", timeout=5).status_code != 200:
+            assert time.monotonic() < deadline, "the farm did not become healthy"
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        self.gateway.stop(grace_s=10)
+        self.node.stop(grace_s=10)
+        self.redis.close()
+
+
+@pytest.fixture(scope="module")
+def farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Farm]:
+    running = Farm(str(tmp_path_factory.mktemp("gateway")))
+    try:
+        # Both fork servers of each slot up, so no test's first request waits for one to start.
+        for code in ("print(1)", "import numpy\nprint(1)") * 2:
+            requests.post(f"{running.url}/run_code", json={"code": code, "language": "python"}, timeout=60)
+        yield running
+    finally:
+        running.close()
+
+
+def gen_racer(url: str, code: Any, timeout: float = ELM_TIMEOUT_S) -> requests.Response:
+    """The call OpenELM's Sodarace environment makes (`generate_programs`)."""
+    return requests.post(f"{url}/gen_racer", json={"code": code, "timeout": timeout}, timeout=timeout)
+
+
+# -- ELM / OpenELM ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", list(foreign_clients.sodarace_seeds()))
+def test_openelm_seed_programs_become_sodaracers(farm: Farm, seed: str) -> None:
+    code = foreign_clients.sodarace_seeds()[seed]
+    walker, valid = foreign_clients.openelm_walker(code)  # what OpenELM's own library builds and says
+    resp = gen_racer(farm.url, code)
+    if not valid:  # two of OpenELM's seeds (galloper, runner) have muscles stronger than its limit
+        assert resp.status_code == 500
+        assert resp.json() == {"message": "Invalid walker", "walker": walker, "unsafe_execute_error_code": 1}
+        return
+    assert resp.status_code == 200, resp.text
+    Sodaracer = foreign_clients.sodaracer_class()
+    racer = Sodaracer(**json.loads(resp.text))
+    assert racer.valid  # OpenELM's own check: its Box2D simulation of the walker ran
+    assert racer.program_str == code
+    assert racer.result_obj == walker
+
+
+SQUARE = foreign_clients.sodarace_seeds()["square"]
+WALKER_HEAD = "from openelm.environments.sodaracer.walker import walker_creator\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "timeout", "body"),
+    [
+        (
+            "def make_walker(:\n    pass",
+            5.0,
+            {"message": "Failed sandbox_unsafe_execute", "unsafe_execute_error_code": "EXCEPTION"},
+        ),
+        (
+            "def make_walker():\n    return 1 +\n",
+            5.0,
+            {"message": "Failed sandbox_unsafe_execute", "unsafe_execute_error_code": "SYNTAX_ERROR"},
+        ),
+        (
+            "def make_walker():\n    return len(5)",
+            5.0,
+            {"message": "Failed sandbox_unsafe_execute", "unsafe_execute_error_code": "TYPE_ERROR"},
+        ),
+        (
+            "def make_walker():\n    raise ValueError('no')",
+            5.0,
+            {"message": "Failed sandbox_unsafe_execute", "unsafe_execute_error_code": "EXCEPTION"},
+        ),
+        (
+            "import time\ndef make_walker():\n    time.sleep(5)",
+            1.0,
+            {"message": "Failed sandbox_unsafe_execute", "unsafe_execute_error_code": "TIMEOUT_EXCEPTION"},
+        ),
+        (
+            "walker = 3",
+            5.0,
+            {"message": "Failed sandbox_unsafe_execute", "unsafe_execute_error_code": "EXCEPTION"},
+        ),
+        (
+            "def make_walker():\n    return {'joints': []}",
+            5.0,
+            {"message": "Not walker", "unsafe_execute_error_code": 1},
+        ),
+    ],
+    ids=["not-a-function", "syntax", "type-error", "exception", "timeout", "no-def", "not-walker"],
+)
+def test_gen_racer_errors_are_openelms(farm: Farm, code: str, timeout: float, body: dict[str, Any]) -> None:
+    resp = requests.post(f"{farm.url}/gen_racer", json={"code": code, "timeout": timeout}, timeout=30)
+    assert (resp.status_code, resp.json()) == (500, body)
+
+
+def test_an_invalid_walker_is_answered_with_it(farm: Farm) -> None:
+    code = WALKER_HEAD + (
+        "def make_walker():\n    wc = walker_creator()\n    a, b = wc.add_joint(0, 0), wc.add_joint(1, 1)\n"
+        "    wc.add_muscle(a, b, 11.0, 0.0)\n    return wc.get_walker()\n"
+    )
+    resp = gen_racer(farm.url, code)
+    assert resp.status_code == 500
+    assert resp.json() == {
+        "message": "Invalid walker",
+        "walker": {
+            "joints": [[0.0, -0.0], [0.22, -0.22]],
+            "muscles": [[0, 1, {"type": "muscle", "amplitude": 11.0, "phase": 0.0}]],
+        },
+        "unsafe_execute_error_code": 1,
+    }
+
+
+def test_a_list_of_codes_answers_a_list_of_bodies_in_order(farm: Farm) -> None:
+    codes = [SQUARE, "def make_walker():\n    return 2", "def make_walker(:"]
+    resp = gen_racer(farm.url, codes, timeout=30)
+    assert resp.status_code == 200
+    bodies = resp.json()
+    assert [set(b) for b in bodies] == [
+        {"program_str", "result_obj"},
+        {"message", "unsafe_execute_error_code"},
+        {"message", "unsafe_execute_error_code"},
+    ]
+    assert bodies[1]["message"] == "Not walker" and bodies[2]["unsafe_execute_error_code"] == "EXCEPTION"
+
+
+def test_image_and_p3_routes_return_reprs_as_openelm(farm: Farm) -> None:
+    import numpy as np
+
+    draw = "import numpy as np\ndef draw():\n    return np.arange(12, dtype=float).reshape(2, 2, 3)"
+    resp = requests.post(
+        f"{farm.url}/eval_imageoptim_func",
+        json={"code": draw, "func_name": "draw", "timeout": 5.0},
+        timeout=5.0,
+    )
+    assert resp.status_code == 200
+    assert resp.json()["result_obj"] == repr(np.arange(12, dtype=float).reshape(2, 2, 3).tolist())
+    not_image = requests.post(
+        f"{farm.url}/eval_imageoptim_func",
+        json={"code": "def draw():\n    return [1]", "func_name": "draw", "timeout": 5.0},
+        timeout=5.0,
+    )
+    assert (not_image.status_code, not_image.json()) == (
+        500,
+        {"message": "Not image", "unsafe_execute_error_code": 1},
+    )
+    # OpenELM's P3 client sends no func_name: the last function the code defines is called.
+    p3 = "def helper(x):\n    return x\ndef g6():\n    return (helper(i) for i in range(3))"
+    resp = requests.post(f"{farm.url}/eval_p3_solution", json={"code": p3, "timeout": 1.0}, timeout=5.0)
+    assert (resp.status_code, resp.json()) == (200, {"program_str": p3, "result_obj": repr([0, 1, 2])})
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [(b"{not json", "not valid JSON"), (b'{"timeout": 5}', "code: Field required"), (b'{"code": 5}', "code")],
+)
+def test_malformed_elm_requests_are_400_in_elms_shape(farm: Farm, data: bytes, message: str) -> None:
+    resp = requests.post(
+        f"{farm.url}/gen_racer", data=data, headers={"Content-Type": "application/json"}, timeout=5
+    )
+    assert resp.status_code == 400
+    assert set(resp.json()) == {"message", "unsafe_execute_error_code"} and message in resp.json()["message"]
+
+
+def test_concurrent_elm_requests_are_served(farm: Farm) -> None:
+    # OpenELM's own server fails under threads (its SIGALRM timer); this one serves them together.
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        replies = list(pool.map(lambda _: gen_racer(farm.url, SQUARE, timeout=30), range(32)))
+    assert [r.status_code for r in replies] == [200] * 32
+
+
+# -- SandboxFusion, as verl's reward calls it -----------------------------------------------------
+
+ADD = {"inputs": ["1 2\n", "10 -3\n", "0 0\n"], "outputs": ["3\n", "7\n", "0\n"]}
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        ("a, b = map(int, input().split())\nprint(a + b)", [True, True, True]),
+        ("a, b = map(int, input().split())\nprint(a - b)", [False, False, True]),
+        ("a, b = map(int, input().split())\nprint(a // (b - b))", [-2, -2, -2]),
+        ("import time\ntime.sleep(3)", [-3, -3, -3]),
+    ],
+    ids=["correct", "wrong", "runtime-error", "timeout"],
+)
+def test_verls_own_client_scores_a_codecontests_problem(
+    farm: Farm, program: str, expected: list[Any]
+) -> None:
+    sandbox_fusion = foreign_clients.verl_sandbox_fusion()
+    results, metadata = sandbox_fusion.utils.check_correctness(
+        f"{farm.url}/run_code", ADD, program, timeout=1
+    )
+    assert results == expected, metadata
+    score, _ = sandbox_fusion.compute_score(
+        f"{farm.url}/run_code", None, 1024, f"```python\n{program}\n```", ADD, timeout=1
+    )
+    assert score == sum(r is True for r in expected) / 3
+
+
+def test_run_code_answers_in_sandbox_fusions_shape(farm: Farm) -> None:
+    import base64
+
+    files = {"data/in.txt": base64.b64encode(b"hello").decode()}
+    code = "print(open('data/in.txt').read()[::-1])\nopen('out.txt', 'w').write('done')"
+    body = {"code": code, "language": "python", "files": files, "fetch_files": ["out.txt", "nope.txt"]}
+    resp = requests.post(f"{farm.url}/run_code", json=body, timeout=30).json()
+    assert set(resp) == {"status", "message", "compile_result", "run_result", "executor_pod_name", "files"}
+    assert (resp["status"], resp["compile_result"], resp["files"]) == (
+        "Success",
+        None,
+        {"out.txt": "ZG9uZQ=="},
+    )
+    assert set(resp["run_result"]) == {"status", "execution_time", "return_code", "stdout", "stderr"}
+    assert (
+        resp["run_result"]["status"],
+        resp["run_result"]["return_code"],
+        resp["run_result"]["stdout"],
+    ) == ("Finished", 0, "olleh\n")
+    syntax = requests.post(
+        f"{farm.url}/run_code", json={"code": "def f(:", "language": "python"}, timeout=30
+    ).json()
+    assert (syntax["status"], syntax["run_result"]["status"], syntax["run_result"]["return_code"]) == (
+        "Failed",
+        "Finished",
+        1,
+    )
+    assert "SyntaxError" in syntax["run_result"]["stderr"]
+    other = requests.post(f"{farm.url}/run_code", json={"code": "x", "language": "go"}, timeout=30)
+    assert (
+        other.status_code == 200
+        and other.json()["status"] == "SandboxError"
+        and "go" in other.json()["message"]
+    )
+    unknown = requests.post(f"{farm.url}/run_code", json={"code": "x", "language": "cobol"}, timeout=30)
+    assert unknown.status_code == 422 and unknown.json()["detail"][0]["loc"] == ["language"]
+
+
+# -- OpenRLHF's remote reward model --------------------------------------------------------------
+
+PROBLEM = {
+    "id": "add",
+    "public_tests": [],
+    "hidden_tests": [{"input": i, "output": o} for i, o in zip(ADD["inputs"], ADD["outputs"], strict=True)],
+}
+PROMPT = "<|im_start|>user\nAdd two numbers.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_openrlhf_remote_reward_scores_each_query(farm: Farm) -> None:
+    label = json.dumps({"env": "codecontests", "problem": PROBLEM})
+    right = "```python\na, b = map(int, input().split())\nprint(a + b)\n```<|im_end|>"
+    wrong = "```python\nprint(0)\n```<|im_end|>"
+    data = {"query": [PROMPT + right, PROMPT + wrong], "prompts": [PROMPT, PROMPT], "labels": [label, label]}
+    resp = requests.post(f"{farm.url}/get_reward", json=data, timeout=180)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["rewards"] == [1.0, 0.0] and body["scores"] == [1.0, 0.0]
+    assert body["extra_logs"]["passed"] == [3.0, 0.0] and body["extra_logs"]["total"] == [3.0, 3.0]
+    bad = requests.post(f"{farm.url}/get_reward", json={**data, "labels": ["not json", label]}, timeout=30)
+    assert bad.status_code == 400 and "labels" in bad.json()["error"]
+
+
+# -- the farm's faults: after its own retries, the answer each client retries ------------------------
+
+
+def kill_long_runs(stop: threading.Event, older_than_s: float = 0.5) -> None:
+    """SIGKILL every sandboxed run older than `older_than_s`, as the host's OOM killer would."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import chaos_support
+
+    ticks = os.sysconf("SC_CLK_TCK")
+    while not stop.is_set():
+        for path in Path("/proc").iterdir():
+            if not path.name.isdigit():
+                continue
+            try:
+                if b"sandbox._server" not in (path / "cmdline").read_bytes():
+                    continue
+                parent = int((path / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                started = int((path / "stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
+            except (FileNotFoundError, IndexError, ValueError, ProcessLookupError):
+                continue
+            is_run = (
+                b"sandbox._server" in Path(f"/proc/{parent}/cmdline").read_bytes()
+                if Path(f"/proc/{parent}").exists()
+                else False
+            )
+            if is_run and time.clock_gettime(time.CLOCK_BOOTTIME) - started > older_than_s:
+                chaos_support.kill(int(path.name))
+        time.sleep(0.05)
+
+
+def test_a_fault_the_farm_could_not_heal_is_504_for_verl_and_503_for_openrlhf(farm: Farm) -> None:
+    stop = threading.Event()
+    killer = threading.Thread(target=kill_long_runs, args=(stop,), daemon=True)
+    killer.start()
+    try:
+        slow = "import time\ntime.sleep(2)\nprint(1)"
+        resp = requests.post(f"{farm.url}/run_code", json={"code": slow, "language": "python"}, timeout=120)
+        assert resp.status_code == 504 and resp.json()["status"] == "SandboxError"
+        data = {"query": [slow], "prompts": [""], "labels": [json.dumps({"env": "program"})]}
+        resp = requests.post(f"{farm.url}/get_reward", json=data, timeout=120)
+        assert resp.status_code == 503 and "rewards" not in resp.json()
+    finally:
+        stop.set()
+        killer.join()
+
+
+# -- the native routes -----------------------------------------------------------------------------
+
+
+def test_native_score_in_order_and_streamed(farm: Farm) -> None:
+    jobs = [
+        {"id": "slow", "env": "program", "code": "import time\ntime.sleep(0.5)\nprint('slow')"},
+        {"id": "fast", "env": "program", "code": "print('fast')"},
+        {"id": "bad", "env": "no-such-env"},
+    ]
+    resp = requests.post(f"{farm.url}/v1/score", json={"jobs": jobs}, timeout=60)
+    assert [(r["id"], r["status"]) for r in resp.json()["results"]] == [
+        ("slow", "ok"),
+        ("fast", "ok"),
+        ("bad", "invalid_job"),
+    ]
+    streamed = requests.post(
+        f"{farm.url}/v1/score",
+        json={"jobs": jobs},
+        headers={"Accept": "application/x-ndjson"},
+        timeout=60,
+        stream=True,
+    )
+    lines = [json.loads(line) for line in streamed.iter_lines() if line]
+    assert sorted(line["index"] for line in lines) == [0, 1, 2]
+    assert lines[-1]["id"] == "slow"  # as they complete: the slow job last
+
+
+def test_health_and_metrics(farm: Farm) -> None:
+    health = requests.get(f"{farm.url}/v1/health", timeout=5)
+    assert health.status_code == 200 and health.json()["nodes"] == 1 and health.json()["processes"] == 2
+    requests.post(f"{farm.url}/v1/score", data=b"{", timeout=5)
+    text = requests.get(f"{farm.url}/metrics", timeout=5).text
+    assert 'evalfarm_gateway_requests_total{code="400",route="/v1/score"}' in text
+    assert (
+        "evalfarm_gateway_request_duration_seconds_bucket" in text
+        and "evalfarm_gateway_requests_in_flight" in text
+    )
+
+
+def test_concurrent_requests_share_batches(farm: Farm) -> None:
+    def batches() -> float:
+        for line in requests.get(f"{farm.url}/metrics", timeout=5).text.splitlines():
+            if line.startswith("evalfarm_gateway_batch_jobs_count"):
+                return float(line.split()[-1])
+        return 0.0
+
+    before = batches()
+    job = {"env": "program", "code": "import time\ntime.sleep(0.05)\nprint(1)"}
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        replies = list(
+            pool.map(
+                lambda i: requests.post(
+                    f"{farm.url}/v1/score", json={"jobs": [{"id": f"c{i}", **job}]}, timeout=60
+                ),
+                range(64),
+            )
+        )
+    assert all(r.json()["results"][0]["status"] == "ok" for r in replies)
+    assert batches() - before < 48  # 64 requests rode fewer batches
+
+
+# -- safe by default --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Farm]:
+    settings = {
+        "EVALFARM_GATEWAY_TOKEN": "s3cret",
+        "EVALFARM_GATEWAY_MAX_BODY_BYTES": "4096",
+        "EVALFARM_GATEWAY_MAX_JOBS": "3",
+    }
+    running = Farm(str(tmp_path_factory.mktemp("guarded")), **settings)
+    yield running
+    running.close()
+
+
+def test_a_token_is_required_and_can_ride_the_url(guarded: Farm) -> None:
+    job = {"jobs": [{"id": "a", "env": "program", "code": "print(1)"}]}
+    assert requests.post(f"{guarded.url}/v1/score", json=job, timeout=30).status_code == 401
+    assert (
+        requests.post(
+            f"{guarded.url}/v1/score", json=job, headers={"Authorization": "Bearer nope"}, timeout=30
+        ).status_code
+        == 401
+    )
+    assert (
+        requests.post(
+            f"{guarded.url}/v1/score", json=job, headers={"Authorization": "Bearer s3cret"}, timeout=30
+        ).status_code
+        == 200
+    )
+    assert requests.post(f"{guarded.url}/v1/score?token=s3cret", json=job, timeout=30).status_code == 200
+    # A client that only joins paths (OpenELM's f"{sandbox_server}/gen_racer") puts it in the prefix.
+    assert gen_racer(f"{guarded.url}/t/s3cret", SQUARE, timeout=30).status_code == 200
+    assert requests.get(f"{guarded.url}/v1/health", timeout=5).status_code == 200  # open: no job runs
+
+
+def test_caps_answer_413_with_the_cap(guarded: Farm) -> None:
+    auth = {"Authorization": "Bearer s3cret"}
+    big = requests.post(
+        f"{guarded.url}/v1/score",
+        json={"jobs": [{"id": "x", "env": "program", "code": "#" * 5000}]},
+        headers=auth,
+        timeout=30,
+    )
+    assert big.status_code == 413 and "4096" in big.json()["error"]
+    many = requests.post(
+        f"{guarded.url}/v1/score", json={"jobs": [{"id": str(i)} for i in range(4)]}, headers=auth, timeout=30
+    )
+    assert many.status_code == 413 and "cap is 3" in many.json()["error"]
+    elm = requests.post(
+        f"{guarded.url}/gen_racer", json={"code": ["x"] * 4, "timeout": 1}, headers=auth, timeout=30
+    )
+    assert elm.status_code == 413 and set(elm.json()) == {"message", "unsafe_execute_error_code"}
+
+
+def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
+    env = {k: v for k, v in worker_env().items() if k != "EVALFARM_GATEWAY_TOKEN"}
+    command = [
+        sys.executable,
+        "-m",
+        "workers.cli",
+        "gateway",
+        "--broker",
+        "redis://127.0.0.1:1/0",
+        "--host",
+        "0.0.0.0",
+    ]
+    completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2
+    assert "EVALFARM_GATEWAY_TOKEN" in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_up_serves_the_gateway(tmp_path: Path) -> None:
+    port = free_port()
+    env = worker_env(EVALFARM_WARM_SANDBOX="0")
+    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "1", "--http", str(port)]
+    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as up:
+        assert up.stdout is not None
+        lines = [up.stdout.readline() for _ in range(3)]
+        assert lines[2] == f"http:    http://127.0.0.1:{port}\n", lines
+        jobs = {"jobs": [{"id": "a", "env": "program", "code": "print(2 + 2)"}]}
+        resp = requests.post(f"http://127.0.0.1:{port}/v1/score", json=jobs, timeout=60)
+        assert resp.json()["results"][0]["stdout"] == "4\n"
+        up.send_signal(signal.SIGTERM)
+        assert up.wait(60) == 0

@@ -1,0 +1,40 @@
+"""`evalfarm gateway --broker URL`: the farm's HTTP front door (native, ELM, SandboxFusion, OpenRLHF)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from workers.options import settings_from
+
+
+def register(subparsers: Any) -> None:
+    """Add the `gateway` subcommand."""
+    parser = subparsers.add_parser(
+        "gateway",
+        help="serve the farm over HTTP: /v1/score, ELM's, SandboxFusion's and OpenRLHF's routes",
+        description="An HTTP gateway to a running farm. Binds loopback unless told otherwise; any other "
+        "address needs EVALFARM_GATEWAY_TOKEN, which clients send as a bearer token (or ?token=, or a "
+        "/t/<token>/ path prefix).",
+    )
+    parser.add_argument("--broker", metavar="URL", help="redis://host:port/db (or EVALFARM_BROKER_URL)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; a configuration that cannot be served is a message and exit code 2."""
+    from broker.errors import ConfigError
+    from broker.gateway import serve
+
+    settings = settings_from(broker_url=args.broker)
+    where = f"http://{args.host}:{args.port}"
+    print(f"gateway: {where} (broker {settings.broker_url})", file=sys.stderr, flush=True)
+    try:
+        serve(settings, args.host, args.port)
+    except ConfigError as error:
+        print(f"evalfarm gateway: {error}", file=sys.stderr)
+        return 2
+    return 0
