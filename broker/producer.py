@@ -40,6 +40,7 @@ class Producer:
         self._advertised, self._advertised_at = 1, -math.inf
         self._costs = dict(settings.job_costs_s)
         self._lock = threading.Lock()
+        self._declared: set[str] = set()  # queues this producer has declared (their bindings exist)
 
     def close(self) -> None:
         """Release the broker connections."""
@@ -75,10 +76,14 @@ class Producer:
                         task_id, item.task, item.args, {"sent_at": time.time()}, reply_to=reply_key,
                         argsrepr=_ARGSREPR, kwargsrepr="",  # Celery's repr of the jobs: only for logs
                     )  # fmt: skip
+                    # Declaring a queue (its exchange binding, which routing reads) once is enough:
+                    # kombu would copy and check the entities again for every message.
+                    declare: list[Any] | None = [] if item.chunk.queue in self._declared else None
                     amqp.send_task_message(
                         producer, item.task, message, queue=item.chunk.queue, priority=priority,
-                        retry=True, retry_policy=_PUBLISH_RETRY,
+                        retry=True, retry_policy=_PUBLISH_RETRY, declare=declare,
                     )  # fmt: skip
+                    self._declared.add(item.chunk.queue)
                     run.published(task_id, item)
                     sent += 1
         except Exception as error:
