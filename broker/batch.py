@@ -1,13 +1,15 @@
 """One batch's bookkeeping: unique jobs, which input positions each answers, and what is done.
 
 Delivery is at least once (a chunk can run twice, or be rescored job by job after a lost worker), so
-every answer is keyed by job id and only the first one counts. Identical jobs sharing an id are sent
-once and their result copied to every position; different jobs sharing an id are kept apart.
+every answer is keyed by job id and only the first one counts. Jobs identical in everything but their
+id (a GRPO group's duplicate completions) are scored once: the result is copied to each of them, with
+its own id and `duplicate_of` naming the job that ran. Different jobs sharing an id are kept apart.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -23,6 +25,7 @@ class BatchStats:
 
     jobs: int = 0
     unique_jobs: int = 0
+    deduplicated: int = 0  # jobs answered with the result of an identical job of the batch
     messages: int = 0
     duplicates: int = 0
     split_chunks: int = 0
@@ -36,8 +39,10 @@ class BatchStats:
 class Batch:
     """The jobs of one `Farm.stream` call and their answers so far."""
 
-    def __init__(self, jobs: Sequence[Any]) -> None:
+    def __init__(self, jobs: Sequence[Any], deduplicate: bool = True) -> None:
+        """`deduplicate=False` scores jobs that differ only in their id separately."""
         self.jobs = jobs
+        self.deduplicate = deduplicate
         self.unique: list[Any] = []
         self.positions: list[list[int]] = []
         self.done: list[bool] = []
@@ -52,10 +57,19 @@ class Batch:
 
     def _group(self, jobs: Sequence[Any]) -> None:
         by_id: dict[str, list[int]] = {}
+        by_content: dict[str, int] = {}
+        encoded: dict[int, str] = {}  # id(value) -> its JSON: a group's jobs share their problem object
         for position, job in enumerate(jobs):
             job_id = job.get("id") if isinstance(job, dict) else None
             if not isinstance(job_id, str) or not job_id:
                 self._add(job, position)
+                continue
+            key = _content_key(job, encoded) if self.deduplicate else None
+            if key is not None:
+                if key in by_content:
+                    self.positions[by_content[key]].append(position)
+                else:
+                    by_content[key] = self._add(job, position)
                 continue
             same = [u for u in by_id.get(job_id, ()) if self.unique[u] == job]
             if same:
@@ -122,9 +136,18 @@ class Batch:
         self.stats.infra_errors += result.is_infra * len(self.positions[index])
         latency = round(time.monotonic() - self._started, 6)
         for n, position in enumerate(self.positions[index]):
-            copy = result if n == 0 else Result(result)
+            copy = result if n == 0 else self._copy(result, position)
             copy["latency_s"] = latency
             self._ready.append((position, copy))
+
+    def _copy(self, result: Result, position: int) -> Result:
+        """`result` for another job identical to the one that ran: its own id, and `duplicate_of`."""
+        copy = Result(result)
+        job = self.jobs[position]
+        copy["id"] = job.get("id") if isinstance(job, dict) else copy.get("id")
+        copy["duplicate_of"] = result.get("id")
+        self.stats.deduplicated += 1
+        return copy
 
     def _settle_part(self, index: int, result: Result) -> None:
         """Keep a part's result; once all parts are in, merge them (or fail the job, if one failed)."""
@@ -146,3 +169,20 @@ class Batch:
         ready, self._ready = self._ready, []
         self.stats.elapsed_s = round(time.monotonic() - self._started, 6)
         yield from ready
+
+
+def _content_key(job: dict[str, Any], encoded: dict[int, str]) -> str | None:
+    """What decides a job's result, as text: every field but its id (None when not JSON)."""
+    try:
+        parts = []
+        for name in sorted(job):
+            if name == "id":
+                continue
+            value = job[name]
+            text = encoded.get(id(value))
+            if text is None:
+                text = encoded[id(value)] = json.dumps(value, sort_keys=True, separators=(",", ":"))
+            parts.append(f"{json.dumps(name)}:{text}")
+        return "{" + ",".join(parts) + "}"
+    except (TypeError, ValueError):
+        return None

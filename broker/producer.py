@@ -48,7 +48,7 @@ class Producer:
 
     def new_run(self, jobs: Sequence[Any], deadline_s: float | None) -> BatchRun:
         """A batch of `jobs` ready to plan: grouped, long jobs split, its deadline set."""
-        batch = Batch(jobs)
+        batch = Batch(jobs, deduplicate=self.settings.deduplicate)
         batch.split(self.settings.episodes_per_part)
         deadline = time.monotonic() + (deadline_s or self.settings.batch_deadline_s)
         return BatchRun(batch, self.settings, deadline, self.cost_of, self.learn_costs)

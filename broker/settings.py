@@ -76,6 +76,11 @@ class Settings(BaseSettings):
     batch_deadline_s: float = Field(default=3600.0, gt=0)
     episodes_per_part: int = Field(default=250, ge=0, description="split weight edits; 0: never")
     job_retries: int = Field(default=2, ge=0, description="re-sends of a job answered infra_error")
+    # Jobs of a batch identical in everything but their id are scored once (`duplicate_of`).
+    deduplicate: bool = True
+    # Workers keep results in Redis for this long, keyed by the job's content and its env's version,
+    # and answer a job seen before from there (0: off). For loops that re-score the same programs.
+    result_cache_ttl_s: int = Field(default=0, ge=0)
     lost_task_audit_s: float = Field(default=30.0, gt=0, description="look for tasks pending this long")
     reply_ttl_s: int = Field(default=600, ge=1, description="a reply list outlives its last push by this")
     publish_retries: int = Field(default=40, ge=0, description="about 0.5 s apart: rides out a Redis restart")

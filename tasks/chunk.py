@@ -18,6 +18,7 @@ from broker.app import SCORE_CHUNK
 from broker.settings import Settings
 from envs import make_result, score_job
 from sandbox import Status
+from tasks.cache import ResultCache
 from tasks.merge import register_merge
 from tasks.process import configure, process_context
 
@@ -38,7 +39,12 @@ def register(app: Celery, settings: Settings) -> Task:
     def score_chunk(self: Task, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         """Score the jobs of one message; one result per job, in order."""
         jobs = jobs_of(args, kwargs, self.request.id)
-        return score_jobs(jobs, kwargs.get("sent_at"), attempt=self.request.retries + 1)
+        cache = (
+            ResultCache(app.backend.client, settings.result_cache_ttl_s)
+            if settings.result_cache_ttl_s
+            else None
+        )
+        return score_jobs(jobs, kwargs.get("sent_at"), attempt=self.request.retries + 1, cache=cache)
 
     register_merge(app)
     return score_chunk
@@ -55,14 +61,18 @@ def jobs_of(args: tuple[Any, ...], kwargs: dict[str, Any], task_id: str | None) 
     return []
 
 
-def score_jobs(jobs: list[Any], sent_at: Any, attempt: int = 1) -> list[dict[str, Any]]:
-    """Score `jobs` one after another; past the soft time limit the rest are answered infra_error."""
+def score_jobs(
+    jobs: list[Any], sent_at: Any, attempt: int = 1, cache: ResultCache | None = None
+) -> list[dict[str, Any]]:
+    """Score `jobs` one after another (those `cache` holds answered from it); past the soft time
+    limit the rest are answered infra_error."""
     ctx = process_context()
+    cached = cache.lookup(jobs) if cache is not None else [None] * len(jobs)
     results: list[dict[str, Any]] = []
     try:
-        for job in jobs:
+        for job, hit in zip(jobs, cached, strict=True):
             started = time.time()
-            result = score_job(job, ctx)
+            result = hit if hit is not None else score_job(job, ctx)
             result["queued_s"] = _queued_s(sent_at, started)
             result["attempt"] = attempt
             results.append(result)
@@ -72,6 +82,9 @@ def score_jobs(jobs: list[Any], sent_at: Any, attempt: int = 1) -> list[dict[str
         log.error("chunk time limit hit after %d of %d jobs", len(results), len(jobs))
         for job in jobs[len(results) :]:
             results.append(_infra(job, "chunk time limit exceeded"))
+    if cache is not None:
+        cache.store([j for j, hit in zip(jobs, cached, strict=True) if hit is None],
+                    [r for r, hit in zip(results, cached, strict=True) if hit is None])  # fmt: skip
     return results
 
 

@@ -102,7 +102,7 @@ def test_the_task_retry_bound_comes_from_settings(worker_process: None) -> None:
 
 
 def program_jobs(n: int) -> list[dict[str, object]]:
-    return [{"id": f"p{i}", "env": "program", "code": "pass"} for i in range(n)]
+    return [{"id": f"p{i}", "env": "program", "code": f"x = {i}"} for i in range(n)]
 
 
 @pytest.mark.parametrize("n_jobs", [2000, 4096, 50_000])
@@ -296,7 +296,8 @@ def test_short_malformed_or_other_jobs_go_whole() -> None:
 
 
 def test_batch_merges_parts_once_all_are_in_and_fails_the_job_if_one_failed() -> None:
-    batch = Batch([weight_edit_job(10), weight_edit_job(10) | {"id": "v"}, {"id": "p", "env": "program"}])
+    other = weight_edit_job(10) | {"id": "v", "answer": "another answer"}
+    batch = Batch([weight_edit_job(10), other, {"id": "p", "env": "program"}])
     batch.split(5)
     assert batch.sendable() == [2, 3, 4, 5, 6]
     assert batch.parts == {0: [3, 4], 1: [5, 6]}

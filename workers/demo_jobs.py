@@ -65,12 +65,15 @@ def humaneval_jobs(count: int | None = None, corrupted: bool = True, prefix: str
     for n in range(total):
         problem = problems[(n // len(kinds)) % len(problems)]
         kind, completion = kinds[n % len(kinds)]
+        # Past the first round, each copy carries its number in a comment: every job is distinct, so
+        # a batch of n jobs is n runs (identical ones would be scored once).
+        copy = n // (len(kinds) * len(problems))
         jobs.append(
             {
                 "id": f"{prefix}-{n}-{problem['task_id']}-{kind}",
                 "env": "humaneval",
                 "prompt": problem["prompt"],
-                "completion": completion(problem),
+                "completion": completion(problem) + (f"    # copy {copy}\n" if copy else ""),
                 "test": problem["test"],
                 "entry_point": problem["entry_point"],
             }
