@@ -132,6 +132,11 @@ class AsyncFarm:
             abandoned = run.abandoned()
             await asyncio.shield(self._cleanup(abandoned, reply_key))
 
+    async def release(self) -> None:
+        """Close the Redis connections this client holds now (it opens new ones when next used): for
+        a caller whose event loop may end before the client is used again."""
+        await self._redis.connection_pool.disconnect()
+
     async def status(self) -> dict[str, Any]:
         """Whether Redis answers, and the live worker nodes and pool processes it knows of."""
         from broker.keys import NODE_KEY_PREFIX

@@ -215,6 +215,64 @@ def running_programs(node: WorkerProcess, older_than_s: float = 0.0) -> list[int
     return old
 
 
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return 0
+
+
+def descends_from(pid: int, root: int) -> bool:
+    """True when `pid` is `root` or a process below it."""
+    while pid > 1:
+        if pid == root:
+            return True
+        pid = _parent(pid)
+    return False
+
+
+def sandboxed_runs(older_than_s: float, root: int | None = None) -> list[int]:
+    """Sandboxed runs (children of a fork server) older than `older_than_s`: every one on this
+    machine, or those below process `root` (a worker node)."""
+    ticks, now = os.sysconf("SC_CLK_TCK"), time.clock_gettime(time.CLOCK_BOOTTIME)
+    runs = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            parent, started = int(stat[1]), int(stat[19]) / ticks
+            if now - started < older_than_s or b"sandbox._server" not in (entry / "cmdline").read_bytes():
+                continue
+            if b"sandbox._server" in Path(f"/proc/{parent}/cmdline").read_bytes():
+                runs.append(int(entry.name))
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+    return [pid for pid in runs if root is None or descends_from(pid, root)]
+
+
+@contextlib.contextmanager
+def killing_runs_older_than(seconds: float, root: int | None = None) -> Iterator[list[int]]:
+    """SIGKILL every sandboxed run (below process `root`, if given) that lives longer than
+    `seconds`, as the host's OOM killer would, while the block runs; yields the pids killed."""
+    stop, killed = threading.Event(), []
+
+    def loop() -> None:
+        while not stop.is_set():
+            for pid in sandboxed_runs(seconds, root):
+                kill(pid)
+                killed.append(pid)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield killed
+    finally:
+        stop.set()
+        thread.join()
+
+
 def kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -309,47 +307,19 @@ def test_openrlhf_remote_reward_scores_each_query(farm: Farm) -> None:
 # -- the farm's faults: after its own retries, the answer each client retries ------------------------
 
 
-def kill_long_runs(stop: threading.Event, older_than_s: float = 0.5) -> None:
-    """SIGKILL every sandboxed run older than `older_than_s`, as the host's OOM killer would."""
-    sys.path.insert(0, str(ROOT / "tests"))
+def test_a_fault_the_farm_could_not_heal_is_504_for_verl_and_503_for_openrlhf(farm: Farm) -> None:
     import chaos_support
 
-    ticks = os.sysconf("SC_CLK_TCK")
-    while not stop.is_set():
-        for path in Path("/proc").iterdir():
-            if not path.name.isdigit():
-                continue
-            try:
-                if b"sandbox._server" not in (path / "cmdline").read_bytes():
-                    continue
-                parent = int((path / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                started = int((path / "stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
-            except (FileNotFoundError, IndexError, ValueError, ProcessLookupError):
-                continue
-            is_run = (
-                b"sandbox._server" in Path(f"/proc/{parent}/cmdline").read_bytes()
-                if Path(f"/proc/{parent}").exists()
-                else False
-            )
-            if is_run and time.clock_gettime(time.CLOCK_BOOTTIME) - started > older_than_s:
-                chaos_support.kill(int(path.name))
-        time.sleep(0.05)
-
-
-def test_a_fault_the_farm_could_not_heal_is_504_for_verl_and_503_for_openrlhf(farm: Farm) -> None:
-    stop = threading.Event()
-    killer = threading.Thread(target=kill_long_runs, args=(stop,), daemon=True)
-    killer.start()
-    try:
-        slow = "import time\ntime.sleep(2)\nprint(1)"
+    slow = "import time\ntime.sleep(2)\nprint(1)"
+    assert farm.node.proc is not None
+    with chaos_support.killing_runs_older_than(
+        0.5, farm.node.proc.pid
+    ):  # every try dies, as by an OOM killer
         resp = requests.post(f"{farm.url}/run_code", json={"code": slow, "language": "python"}, timeout=120)
         assert resp.status_code == 504 and resp.json()["status"] == "SandboxError"
         data = {"query": [slow], "prompts": [""], "labels": [json.dumps({"env": "program"})]}
         resp = requests.post(f"{farm.url}/get_reward", json=data, timeout=120)
         assert resp.status_code == 503 and "rewards" not in resp.json()
-    finally:
-        stop.set()
-        killer.join()
 
 
 # -- the native routes -----------------------------------------------------------------------------
