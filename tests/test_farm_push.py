@@ -131,7 +131,8 @@ def test_concurrent_batches_from_asyncio_tasks_each_get_their_own_results(redis_
 def test_an_infra_error_answer_is_scored_again_within_the_batch(workers, farm, tmp_path: Path) -> None:
     workers.start()
     log = str(tmp_path / "tries.log")
-    once = [{"id": f"once{i}", "env": "flaky", "fail_times": 1, "tries_log": log} for i in range(5)]
+    # Distinct jobs (`n`), so that none rides as a duplicate of another.
+    once = [{"id": f"once{i}", "env": "flaky", "fail_times": 1, "tries_log": log, "n": i} for i in range(5)]
     always = {"id": "always", "env": "flaky", "fail_times": 100, "tries_log": log}
     results = farm.score([*once, always])
     assert [(r["status"], r.get("tries")) for r in results[:5]] == [("ok", 2)] * 5

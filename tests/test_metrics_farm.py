@@ -85,8 +85,9 @@ def scraped_until(url: str, expected: dict[tuple[str, str], float], **durations:
 def test_metrics_count_the_jobs_a_farm_scored_by_env_and_status(workers, farm, tmp_path: Path) -> None:
     url = metrics_node(workers, tmp_path)
     jobs = [
-        *({"id": f"ok{i}", "env": "program", "code": "print(1)"} for i in range(3)),
-        *({"id": f"exit{i}", "env": "program", "code": "import sys; sys.exit(3)"} for i in range(2)),
+        # Distinct programs, so that none rides as a duplicate of another and each is counted.
+        *({"id": f"ok{i}", "env": "program", "code": f"print({i})"} for i in range(3)),
+        *({"id": f"exit{i}", "env": "program", "code": f"import sys; sys.exit(3)  # {i}"} for i in range(2)),
         {"id": "syntax", "env": "program", "code": "def f(:"},
         {"id": "slow", "env": "program", "code": "while True: pass", "limits": {"wall_s": 1, "cpu_s": 1}},
         {"id": "stranger", "env": "no-such-env"},
