@@ -6,6 +6,7 @@ connect, and (ABI 6+) signals and abstract UNIX sockets that would reach outside
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 
@@ -33,6 +34,10 @@ _SCOPE_SIGNAL = 1 << 1
 
 _FILE_RIGHTS = _WRITE_FILE | _TRUNCATE
 
+# Where a run may write: its own /tmp, and the harmless devices.
+WRITABLE_DIRS = ("/tmp",)
+WRITABLE_FILES = ("/dev/null", "/dev/full", "/dev/zero")
+
 
 def abi_version() -> int:
     """The kernel's Landlock ABI version, 0 when Landlock is unavailable."""
@@ -54,20 +59,39 @@ def _write_rights(abi: int) -> int:
     return rights
 
 
-def ruleset(abi: int, writable_dirs: list[str], writable_files: list[str]) -> int:
-    """A ruleset fd allowing writes only beneath `writable_dirs` and to `writable_files`."""
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """What a ruleset handles on this kernel's ABI, and the rights its rules grant."""
+
+    attr_bytes: int  # the size of `struct landlock_ruleset_attr` this ABI reads
+    handled_fs: int
+    handled_net: int
+    scoped: int
+    file_rights: int  # granted on the writable files (the writable dirs get all of handled_fs)
+
+
+def policy(abi: int) -> Policy:
+    """Writes handled (all of them), TCP bind and connect (ABI 4+), signals and abstract UNIX
+    sockets scoped to the run (ABI 6+)."""
     handled_fs = _write_rights(abi)
-    attr = struct.pack("Q", handled_fs)
-    if abi >= 4:
-        attr += struct.pack("Q", _NET_BIND_TCP | _NET_CONNECT_TCP)
-    if abi >= 6:
-        attr += struct.pack("Q", _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
+    net = _NET_BIND_TCP | _NET_CONNECT_TCP if abi >= 4 else 0
+    scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
+    attr_bytes = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    return Policy(attr_bytes, handled_fs, net, scoped, handled_fs & _FILE_RIGHTS)
+
+
+def ruleset(
+    abi: int, writable_dirs: tuple[str, ...] = WRITABLE_DIRS, writable_files: tuple[str, ...] = WRITABLE_FILES
+) -> int:
+    """A ruleset fd allowing writes only beneath `writable_dirs` and to `writable_files`."""
+    rules = policy(abi)
+    attr = struct.pack("QQQ", rules.handled_fs, rules.handled_net, rules.scoped)[: rules.attr_bytes]
     fd = _linux.syscall(_linux.NR_LANDLOCK_CREATE_RULESET, attr, len(attr), 0)
     try:
         for path in writable_dirs:
-            _add_rule(fd, path, handled_fs)
+            _add_rule(fd, path, rules.handled_fs)
         for path in writable_files:
-            _add_rule(fd, path, handled_fs & _FILE_RIGHTS)
+            _add_rule(fd, path, rules.file_rights)
     except OSError:
         os.close(fd)
         raise

@@ -52,8 +52,8 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 MACHINE = platform.machine()
 # Syscall numbers that differ by architecture (the generic table is aarch64's).
 _NR = {
-    "x86_64": {"pivot_root": 155, "seccomp": 317, "capset": 126},
-    "aarch64": {"pivot_root": 41, "seccomp": 277, "capset": 91},
+    "x86_64": {"pivot_root": 155, "seccomp": 317, "capget": 125, "capset": 126},
+    "aarch64": {"pivot_root": 41, "seccomp": 277, "capget": 90, "capset": 91},
 }
 # Landlock's numbers are the same on every architecture.
 NR_LANDLOCK_CREATE_RULESET = 444
@@ -129,6 +129,25 @@ def drop_capabilities() -> None:
     header = struct.pack("II", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
     data = bytes(24)  # two zeroed {effective, permitted, inheritable} triples
     syscall("capset", header, data)
+
+
+CAP_SETPCAP = 8
+CAP_SYS_ADMIN = 21
+PR_CAP_AMBIENT_RAISE = 2
+
+
+def keep_across_exec(caps: tuple[int, ...]) -> None:
+    """Let the programs this process executes keep `caps` (of its permitted set): they are added
+    to its inheritable and ambient sets, which a non-root execve keeps, where it drops the rest."""
+    header = struct.pack("II", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = ctypes.create_string_buffer(24)
+    syscall("capget", header, data)
+    words = list(struct.unpack("6I", data.raw))  # {effective, permitted, inheritable} x 2
+    for cap in caps:
+        words[2 + 3 * (cap // 32)] |= 1 << (cap % 32)
+    syscall("capset", header, struct.pack("6I", *words))
+    for cap in caps:
+        prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap)
 
 
 def set_pdeathsig(signum: int) -> None:

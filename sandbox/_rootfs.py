@@ -34,11 +34,14 @@ _KEEP_FLAGS = {
 }
 
 
-def build(python_dirs: list[str], keep_host_proc: bool) -> dict[str, str]:
+def build(
+    python_dirs: list[str], keep_host_proc: bool, files: dict[str, str] | None = None
+) -> dict[str, str]:
     """Pivot this process's (already private) mount namespace into a fresh skeleton root; return
     the Python directories runs find elsewhere than at the path given (a directory below COVERED,
     or one given through a symlink), as given -> where.
 
+    `files`: host files bound read-only into the skeleton too, as path in the skeleton -> host path.
     `keep_host_proc`: in a user namespace the kernel lets a run mount a new /proc only while a
     fully visible proc is mounted in its namespace, so the host's is kept at HOST_PROC and each run
     detaches it right after mounting its own.
@@ -61,6 +64,8 @@ def build(python_dirs: list[str], keep_host_proc: bool) -> dict[str, str]:
         for top, where in placed.items():
             if _below(real, (top,)) and where + real[len(top) :] != path:
                 moved[path] = where + real[len(top) :]
+    for target, source in (files or {}).items():
+        _bind(root, source, target=target)
     _make_dev(root)
     for directory in ("proc", "tmp"):
         os.makedirs(f"{root}/{directory}", mode=0o755, exist_ok=True)

@@ -45,6 +45,8 @@ def child_main(
     """Entry point of a freshly forked run; never returns."""
     try:
         _enter(plan, fds)
+        if plan.get("compile"):
+            _compile(plan["compile"], code)
     except BaseException as error:
         _report({"setup_error": f"{type(error).__name__}: {error}"})
         os._exit(SETUP_FAILED_EXIT)
@@ -65,13 +67,15 @@ def _enter(plan: dict[str, Any], fds: tuple[int, int, int, int]) -> None:
         if plan["uid"] is not None:
             os.fchown(fd, plan["uid"], plan["uid"])  # so the program may reopen /dev/stdin
         os.dup2(fd, target)
+    if plan.get("compile"):
+        os.set_inheritable(RESULT_FD, False)  # not the compiler's
     os.closerange(RESULT_FD + 1, plan["max_fd"])
     _drop_privileges(plan)
     _linux.set_pdeathsig(signal.SIGKILL)  # a credential change clears it
     _linux.set_no_new_privs()
     if plan["landlock_abi"]:
         # Built per run: a rule holds an inode, and each run's /tmp is a new tmpfs.
-        ruleset = _landlock.ruleset(plan["landlock_abi"], ["/tmp"], ["/dev/null", "/dev/full", "/dev/zero"])
+        ruleset = _landlock.ruleset(plan["landlock_abi"])
         _landlock.restrict_self(ruleset)
         os.close(ruleset)
     _set_limits(plan["limits"])
@@ -85,10 +89,15 @@ def _mount_run_filesystems(plan: dict[str, Any]) -> None:
     _linux.mount("proc", "/proc", "proc", _linux.MS_NOSUID | _linux.MS_NODEV | _linux.MS_NOEXEC)
     if plan["user_namespace"]:
         _linux.umount2(_rootfs.HOST_PROC, _linux.MNT_DETACH)
+    _linux.mount("tmpfs", "/tmp", "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV, tmpfs_options(plan))
+
+
+def tmpfs_options(plan: dict[str, Any]) -> str:
+    """The mount options of a run's /tmp: its size cap, and its owner when runs have a uid."""
     options = f"size={plan['limits']['workdir_mb']}m,mode=0700,nr_inodes=4096"
     if plan["uid"] is not None:
         options += f",uid={plan['uid']},gid={plan['uid']}"
-    _linux.mount("tmpfs", "/tmp", "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV, options)
+    return options
 
 
 def _drop_privileges(plan: dict[str, Any]) -> None:
@@ -114,9 +123,48 @@ def _set_limits(limits: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
 
 
+def _compile(spec: dict[str, Any], source: bytes) -> None:
+    """Compile `source` with the compiler's command line in `spec`, as a child of this run; report
+    how the compiler ended, then the binary's bytes after the report's line. Never returns."""
+    with open(spec["source_path"], "wb") as handle:
+        handle.write(source)
+    argv = spec["argv"]
+    try:
+        pid = os.posix_spawn(argv[0], argv, os.environ)
+    except OSError as error:
+        _report({"setup_error": f"cannot start the compiler {argv[0]}: {error.strerror}"})
+        os._exit(SETUP_FAILED_EXIT)
+    _, status = os.waitpid(pid, 0)
+    binary = b""
+    if status == 0:
+        try:
+            with open(spec["binary_path"], "rb") as handle:
+                binary = handle.read()
+        except OSError:
+            pass
+    report = {
+        "compiler_exit": os.waitstatus_to_exitcode(status),
+        "binary_bytes": len(binary),
+    }
+    try:
+        os.write(RESULT_FD, json.dumps(report).encode() + b"\n")
+        view = memoryview(binary)
+        while view:
+            view = view[os.write(RESULT_FD, view) :]
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _mark_started() -> None:
+    """Tell the server the program's own code starts now: a setup error it reports after this
+    line is not believed (see `_server._parse_outcome`)."""
+    os.write(RESULT_FD, b'{"started": true}\n')
+
+
 def _report(outcome: dict[str, Any]) -> None:
     try:
-        os.write(RESULT_FD, json.dumps(outcome).encode())
+        os.write(RESULT_FD, b"\n" + json.dumps(outcome).encode())
     except OSError:
         pass
 
@@ -142,6 +190,7 @@ def _execute(plan: dict[str, Any], code: bytes, args: bytes, files: bytes = b"")
     try:
         if files:
             _write_files(json.loads(files))
+        _mark_started()
         exec(compiled, main.__dict__)
         if plan.get("call"):
             outcome.update(_call(main.__dict__, plan["call"], args))

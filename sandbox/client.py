@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -17,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sandbox import _protocol
+from sandbox import _native, _protocol, languages
 from sandbox._runner import RUN_ENVIRONMENT
 from sandbox.limits import Limits
 from sandbox.result import RunResult
@@ -73,6 +74,11 @@ class SandboxConfig:
     # Tries of one run when the sandbox fails under it (its server dies, or something outside kills
     # it): the run is started again on a fresh server, and after this many it is an infra_error.
     run_attempts: int = 2
+    # Compiled programs each server keeps (sandbox._binaries): how many, and their bytes in all.
+    binary_cache_entries: int = 32
+    binary_cache_mb: int = 256
+    # Where the native-run launcher is built once per machine (default: sandbox._native's choice).
+    cache_dir: str | None = None
 
 
 # Why a slot had to start a run (and maybe its server) again: a bounded set, for logs and metrics.
@@ -161,8 +167,14 @@ class Sandbox:
         call: CallSpec | None = None,
         files: dict[str, str] | None = None,
         fetch: list[str] | None = None,
+        language: str = "python",
     ) -> RunResult:
         """Run `code` as a fresh isolated process; the sandbox's own failure is an INFRA_ERROR result.
+
+        `language`: `python`, or a compiled language of `sandbox.languages` (`cpp`): then `code` is
+        source, compiled in a run of its own under the limits' `compile_*` caps unless this slot
+        already holds its binary, and the binary runs under the same walls a Python program does;
+        `call`, `files` and `fetch` are Python's only.
 
         `files` ({relative path: base64 content}) are written into the run's /tmp before it starts;
         the `fetch` paths under /tmp that exist when the program ends come back in `RunResult.files`.
@@ -175,6 +187,13 @@ class Sandbox:
         code_bytes = code.encode() if isinstance(code, str) else code
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
         request: dict[str, Any] = {"limits": limits.to_dict()}
+        if language != "python":
+            try:
+                request["native"] = languages.native_request(
+                    languages.LANGUAGES[language], code_bytes, limits
+                )
+            except languages.CompilerMissing as error:
+                return RunResult(status=Status.INFRA_ERROR, error=str(error), infra_reason="no_compiler")
         args = b""
         if call is not None:
             request["call"] = {"func_name": call.func_name, "max_value_bytes": call.max_value_bytes}
@@ -182,7 +201,8 @@ class Sandbox:
         if fetch:
             request["fetch"] = list(fetch)
         blobs = (code_bytes, stdin_bytes, args, json.dumps(files).encode() if files else b"")
-        server = self._extended if self._wants_extended.search(code_bytes) else self._base
+        wants_extended = language == "python" and self._wants_extended.search(code_bytes)
+        server = self._extended if wants_extended else self._base
         with self._lock:
             for attempt in range(1, self.config.run_attempts + 1):
                 result, reason = self._attempt(server, request, blobs, limits)
@@ -280,6 +300,11 @@ class _Server:
             "preload": list(self.preload),
             "python_dirs": _python_dirs(),
             "cpus": self.sandbox.cpus,
+            **_launcher(self.sandbox.config.cache_dir or _native.default_cache_dir()),
+            "binary_cache": {
+                "entries": self.sandbox.config.binary_cache_entries,
+                "bytes": self.sandbox.config.binary_cache_mb << 20,
+            },
         }
         paths = [*self.sandbox.config.import_paths, *_import_paths()]
         boot = f"import sys; sys.path[:0] = {paths!r}; from sandbox._server import main; main()"
@@ -355,6 +380,16 @@ class _Server:
                 self.process.kill()
                 self.process.wait()
             self.process = None
+
+
+@functools.cache
+def _launcher(cache_dir: str) -> dict[str, str | None]:
+    """The server config's launcher entries: its path, or why native runs are off."""
+    try:
+        return {"launcher": _native.build(cache_dir), "launcher_error": None}
+    except _native.LauncherUnavailable as error:
+        log.warning("native (compiled) programs cannot run on this worker: %s", error)
+        return {"launcher": None, "launcher_error": str(error)}
 
 
 def _names_pattern(packages: tuple[str, ...]) -> re.Pattern[bytes]:

@@ -19,6 +19,9 @@ class Limits:
     workdir_mb: int = 32
     open_files: int = 64
     processes: int = 32
+    # A compiled program's compile, a run of its own before the tests (see sandbox.languages).
+    compile_wall_s: float = 30.0
+    compile_memory_mb: int = 1024
 
     def merged(self, overrides: Mapping[str, Any] | None) -> Limits:
         """A copy with `overrides` applied; raises ValueError naming the bad field."""
@@ -57,4 +60,6 @@ MAX_LIMITS = Limits(
     workdir_mb=1024,
     open_files=1024,
     processes=256,
+    compile_wall_s=300.0,
+    compile_memory_mb=8192,
 )

@@ -34,6 +34,9 @@ class RunResult:
     infra_reason: str | None = None
     exception: str | None = None  # the type name of the exception that ended the program, if one did
     files: dict[str, str] | None = None  # fetched files: relative path -> base64 content
+    # A compiled program's compile: {"status": the compile's own status ("ok" when it compiled),
+    # "wall_s": float, "cached": bool (its binary was already this slot's)}.
+    compile: dict[str, Any] | None = None
 
     def to_fields(self) -> dict[str, Any]:
         """The result fields of the `program` env (output decoded as UTF-8 with replacement)."""

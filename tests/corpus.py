@@ -36,17 +36,23 @@ class Case:
     expect: tuple[str, ...]
     limits: Limits
     check: str | None
+    language: str = "python"
+
+
+# A case file's language by its suffix, and the prefix of its header comments.
+LANGUAGES = {".py": ("python", "# "), ".cpp": ("cpp", "// ")}
 
 
 def load_cases() -> list[Case]:
-    """Every case of the corpus, parsed from its header comments."""
+    """Every case of the corpus (Python and C++), parsed from its header comments."""
     cases = []
-    for path in sorted(CORPUS.glob("*.py")):
+    for path in sorted(p for p in CORPUS.iterdir() if p.suffix in LANGUAGES):
+        language, prefix = LANGUAGES[path.suffix]
         code = path.read_text()
         header = dict(
-            line[2:].split(": ", 1)
+            line[len(prefix) :].split(": ", 1)
             for line in code.splitlines()
-            if line.startswith("# ") and ": " in line[:20]
+            if line.startswith(prefix) and ": " in line[:20]
         )
         cases.append(
             Case(
@@ -55,6 +61,7 @@ def load_cases() -> list[Case]:
                 expect=tuple(header["expect"].split()),
                 limits=Limits(wall_s=5.0, cpu_s=3.0).merged(json.loads(header.get("limits", "{}"))),
                 check=header.get("check"),
+                language=language,
             )
         )
     return cases
@@ -70,7 +77,7 @@ def run_case(sandbox: Sandbox, case: Case) -> tuple[RunResult, list[str]]:
     _SANDBOXES[:] = [sandbox]
     _UIDS[:] = [run_uid(sandbox)]
     with _CHECKS.get(case.check or "", _no_check)(case) as (stdin, verify):
-        result = sandbox.run(case.code, stdin, case.limits)
+        result = sandbox.run(case.code, stdin, case.limits, language=case.language)
         problems = verify(result)
     if result.status.value not in case.expect:
         problems.append(f"status {result.status.value} not in {case.expect}: {result.error}")
@@ -190,6 +197,17 @@ def _not_completed(case: Case) -> Iterator[tuple[str, Verifier]]:
     yield "", lambda result: ["an early exit counted as completed"] if result.completed else []
 
 
+@contextlib.contextmanager
+def _compiler_saw_no_host_file(case: Case) -> Iterator[tuple[str, Verifier]]:
+    def verify(result: RunResult) -> list[str]:
+        messages = result.stderr.decode(errors="replace")
+        if "No such file or directory" not in messages or "root:" in messages:
+            return [f"the compiler read a host file: {messages[:300]!r}"]
+        return []
+
+    yield "", verify
+
+
 def _markers(result: RunResult) -> list[str]:
     text = result.stdout.decode(errors="replace")
     return [f"the program reports {marker.strip()!r}" for marker in FORBIDDEN_MARKERS if marker in text]
@@ -207,6 +225,7 @@ _CHECKS: dict[str, Callable[[Case], contextlib.AbstractContextManager[tuple[str,
     "binary_exact": _binary_exact,
     "project_hidden": _project_hidden,
     "not_completed": _not_completed,
+    "compiler_saw_no_host_file": _compiler_saw_no_host_file,
 }
 
 

@@ -77,6 +77,16 @@ def test_early_exit_with_status_zero_is_not_completed(sandbox: Sandbox, exit_cod
     assert result.status is Status.OK and result.exit_code == 0 and not result.completed
 
 
+def test_a_program_cannot_pass_its_failure_off_as_the_farms(sandbox: Sandbox) -> None:
+    # The result channel is in the program's own process: what it writes there once its code runs
+    # is not believed as a failure of the sandbox's setup, whatever it claims and however it exits.
+    forged = b'\\n{\\"setup_error\\": \\"forged\\"}\\n'
+    result = sandbox.run(f'import os\nos.write(3, b"{forged.decode()}")\nos._exit(120)')
+    assert (result.status, result.error) == (Status.RUNTIME_ERROR, "exit code 120")
+    result = sandbox.run(f'import os\nos.write(3, b"{forged.decode()}")\nraise SystemExit(0)')
+    assert result.status is Status.OK
+
+
 def test_syntax_error_is_detected_before_running(sandbox: Sandbox) -> None:
     result = sandbox.run("print('ran')\ndef broken(:\n")
     assert result.status is Status.SYNTAX_ERROR and b"ran" not in result.stdout

@@ -1,0 +1,4 @@
+// expect: runtime_error
+#include <cstdlib>
+#include <stdexcept>
+int main() { throw std::runtime_error("uncaught"); }

@@ -1,0 +1,5 @@
+// expect: timeout
+int main() {
+    volatile unsigned long spins = 0;
+    for (;;) spins++;
+}

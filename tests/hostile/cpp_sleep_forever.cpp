@@ -1,0 +1,5 @@
+// expect: timeout
+#include <unistd.h>
+int main() {
+    for (;;) pause();
+}
