@@ -28,9 +28,9 @@ __all__ = ["answer_text", "make_trl_reward", "verl_compute_score", "verl_compute
 # Dataset columns that become job fields, per env (others are left to `job_defaults`).
 COLUMNS = {
     "humaneval": ("prompt", "test", "entry_point"),
-    "codecontests": ("problem", "problem_id", "dataset", "reward_shape"),
+    "codecontests": ("problem", "problem_id", "dataset", "reward_shape", "language"),
     "weight_edits": ("game", "episodes", "source"),
-    "program": ("stdin", "limits"),
+    "program": ("stdin", "limits", "language"),
     "call": ("func_name", "args", "kwargs"),
     "elm": ("kind", "func_name"),
 }

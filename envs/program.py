@@ -1,4 +1,8 @@
-"""The `program` env: run one Python program with its stdin and report what it did.
+"""The `program` env: run one program with its stdin and report what it did.
+
+`language` is `python` (the default) or `cpp` (C++17, compiled in the sandbox; the result's `compile`
+says how long that took, `{"status", "wall_s", "cached"}`, and a program that does not compile is a
+`syntax_error` with the compiler's messages as its stderr).
 
 A job may also carry `files` (relative path -> base64 content, written into the run's private /tmp,
 its working directory, before it starts) and `fetch_files` (paths whose contents, base64, come back
@@ -11,11 +15,11 @@ import base64
 import binascii
 import posixpath
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from envs.base import Context, Env
+from envs.base import Context, Env, InvalidJob
 from envs.validation import JobModel, validate_job
 from sandbox import Limits
 
@@ -40,6 +44,7 @@ class ProgramJob(JobModel):
     stdin: str = Field(default="", max_length=MAX_STDIN_CHARS)
     files: dict[str, str | None] = Field(default_factory=dict, max_length=MAX_FILES)
     fetch_files: list[str] = Field(default_factory=list, max_length=MAX_FILES)
+    language: Literal["python", "cpp"] = "python"  # sandbox.languages.NAMES
 
     @field_validator("files")
     @classmethod
@@ -67,17 +72,22 @@ class ProgramEnv(Env):
     """Runs the program once; no reward, the run itself is the result."""
 
     id = "program"
-    version = "1"
+    version = "2"  # 2: `language`
     default_limits = Limits()
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Run the program in this slot's sandbox."""
         request = validate_job(ProgramJob, job)
+        if request.language != "python" and (request.files or request.fetch_files):
+            raise InvalidJob("files/fetch_files: only a Python program's run takes files")
         files = {path: content or "" for path, content in request.files.items()}
         run = ctx.sandbox.run(
-            request.code, request.stdin, limits, files=files or None, fetch=request.fetch_files
-        )
+            request.code, request.stdin, limits, files=files or None, fetch=request.fetch_files,
+            language=request.language,
+        )  # fmt: skip
         result = {"status": run.status.value, "reward": None, "error": run.error, **run.to_fields()}
         if request.fetch_files:
             result["files"] = run.files or {}
+        if run.compile is not None:
+            result["compile"] = {key: run.compile[key] for key in ("status", "wall_s", "cached")}
         return result

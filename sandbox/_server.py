@@ -236,7 +236,11 @@ class Server:
         supervisor = _Supervision(pid, limits, started, is_call=False, native=True)
         supervisor.pump(stdin, pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0])
         supervisor.oom_killed = bool(self.cgroups and self.cgroups.oom_killed())
-        return supervisor.result(), [bytes(supervisor.stdout), bytes(supervisor.stderr)]
+        header = supervisor.result()
+        # Not measured: the kernel's max RSS of a native run is this server's, as the launcher
+        # starts in a vfork on this process's memory and the exec keeps that high-water mark.
+        header["max_rss_mb"] = None
+        return header, [bytes(supervisor.stdout), bytes(supervisor.stderr)]
 
     def _fork_run(
         self,

@@ -27,7 +27,7 @@ class RunResult:
     stderr_truncated: bool = False
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    max_rss_mb: float = 0.0
+    max_rss_mb: float | None = 0.0  # None: not measured (a native run)
     completed: bool = False
     value: str | None = None
     error: str | None = None
@@ -49,5 +49,5 @@ class RunResult:
             "stderr_truncated": self.stderr_truncated,
             "wall_s": round(self.wall_s, 6),
             "cpu_s": round(self.cpu_s, 6),
-            "max_rss_mb": round(self.max_rss_mb, 3),
+            "max_rss_mb": None if self.max_rss_mb is None else round(self.max_rss_mb, 3),
         }

@@ -35,6 +35,20 @@ def test_run_prints_the_program_result(tmp_path: Path) -> None:
     )
 
 
+def test_run_compiles_and_runs_a_cpp_file(tmp_path: Path) -> None:
+    program = tmp_path / "double.cpp"
+    program.write_text(
+        "#include <iostream>\nint main() { int x; std::cin >> x; std::cout << 2 * x << '\\n'; }\n"
+    )
+    stdin = tmp_path / "in.txt"
+    stdin.write_text("21\n")
+    result = json.loads(evalfarm("run", str(program), "--stdin", str(stdin), "--compile-wall-s", "60").stdout)
+    assert (result["status"], result["stdout"], result["compile"]["status"]) == ("ok", "42\n", "ok")
+    assert result["limits"]["compile_wall_s"] == 60.0
+    as_python = evalfarm("run", str(program), "--language", "python", check=False)
+    assert as_python.returncode == 1 and json.loads(as_python.stdout)["status"] == "syntax_error"
+
+
 def test_run_exits_nonzero_on_a_failed_program(tmp_path: Path) -> None:
     program = tmp_path / "slow.py"
     program.write_text("while True: pass")

@@ -36,10 +36,17 @@ class FakeSandbox:
         self.calls: list[dict[str, Any]] = []
 
     def run(
-        self, code: str, stdin: bytes | str = b"", limits: Limits | None = None, call: Any = None
+        self,
+        code: str,
+        stdin: bytes | str = b"",
+        limits: Limits | None = None,
+        call: Any = None,
+        language: str = "python",
     ) -> RunResult:
         """A RunResult as the real sandbox would give for these simple programs."""
-        self.calls.append({"code": code, "stdin": stdin, "limits": limits, "call": call})
+        self.calls.append(
+            {"code": code, "stdin": stdin, "limits": limits, "call": call, "language": language}
+        )
         if "# STATUS:" in code:
             name = code.split("# STATUS:")[1].split()[0]
             return RunResult(Status[name], error=f"fake {name}")

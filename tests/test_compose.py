@@ -80,11 +80,18 @@ def test_the_compose_cluster_scores_and_is_scraped(cluster: dict[str, Any]) -> N
         *({"id": f"ok{i}", "env": "program", "code": f"print({i})"} for i in range(6)),
         {"id": "crash", "env": "program", "code": "raise SystemExit(3)"},
         {"id": "numpy", "env": "program", "code": "import numpy\nprint(int(numpy.arange(5).sum()))"},
+        {
+            "id": "cpp",
+            "env": "program",
+            "code": '#include <cstdio>\nint main() { std::puts("c++"); }',
+            "language": "cpp",
+        },
     ]
     with Farm(settings=client_settings(broker), progress=False) as farm:
         results = farm.score(jobs)
-    assert [r["status"] for r in results] == ["ok"] * 6 + ["runtime_error", "ok"]
-    assert results[-1]["stdout"] == "10\n"
+    assert [r["status"] for r in results] == ["ok"] * 6 + ["runtime_error", "ok", "ok"], results[-1]
+    assert results[-2]["stdout"] == "10\n"
+    assert (results[-1]["stdout"], results[-1]["compile"]["status"]) == ("c++\n", "ok")  # g++ is in the image
     request = urllib.request.Request(
         f"http://127.0.0.1:{ports['GATEWAY_PORT']}/v1/health",
         headers={"Authorization": "Bearer compose-test-token"},

@@ -46,7 +46,9 @@ def test_a_compile_error_is_a_syntax_error_with_the_compilers_message(sandbox: S
 
 
 def test_a_compile_past_its_limits_is_a_timeout_or_memory_limit_of_the_compile(sandbox: Sandbox) -> None:
-    slow = sandbox.run("#include <bits/stdc++.h>\nint main() {}\n", language="cpp", limits=Limits(compile_wall_s=0.2))
+    slow = sandbox.run(
+        "#include <bits/stdc++.h>\nint main() {}\n", language="cpp", limits=Limits(compile_wall_s=0.2)
+    )
     assert slow.status is Status.TIMEOUT and "compile" in (slow.error or "")
     assert slow.compile is not None and slow.compile["status"] == "timeout"
     hungry = sandbox.run(
@@ -61,9 +63,13 @@ def test_a_compile_past_its_limits_is_a_timeout_or_memory_limit_of_the_compile(s
         ("int main() { return 3; }", Status.RUNTIME_ERROR, "exit code 3"),
         ("int main() { volatile int* p = nullptr; return *p; }", Status.RUNTIME_ERROR, "SIGSEGV"),
         ("#include <cassert>\nint main() { assert(1 == 2); }", Status.RUNTIME_ERROR, "aborted"),
-        ("#include <vector>\nint main() { std::vector<char> v(1L << 40); }", Status.MEMORY_LIMIT, "bad_alloc"),
+        (
+            "#include <vector>\nint main() { std::vector<char> v(1L << 40); }",
+            Status.MEMORY_LIMIT,
+            "bad_alloc",
+        ),
         ("int main() { for (volatile long i = 0;; i++) {} }", Status.TIMEOUT, "CPU limit"),
-        ("#include <cstdio>\nint main() { for (;;) std::puts(\"xxxxxxxx\"); }", Status.OUTPUT_LIMIT, "output"),
+        ('#include <cstdio>\nint main() { for (;;) std::puts("xxxxxxxx"); }', Status.OUTPUT_LIMIT, "output"),
     ],
     ids=["exit-code", "segfault", "assert", "bad-alloc", "spin", "flood"],
 )
@@ -136,7 +142,7 @@ def test_the_binary_cache_is_bounded_least_recently_used_first() -> None:
 
 
 def test_a_run_killed_from_outside_is_retried_and_a_lost_server_recompiles(sandbox: Sandbox) -> None:
-    source = "#include <unistd.h>\n#include <cstdio>\nint main() { usleep(1500000); std::puts(\"done\"); }\n"
+    source = '#include <unistd.h>\n#include <cstdio>\nint main() { usleep(1500000); std::puts("done"); }\n'
     assert sandbox.run(source, language="cpp").stdout == b"done\n"  # compiled and held
     assert sandbox.server_pid is not None
     server = sandbox.server_pid

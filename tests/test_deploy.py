@@ -192,6 +192,12 @@ def test_dockerfile_takes_its_base_image_as_an_argument_and_drops_root() -> None
             assert (ROOT / line.split()[-2]).exists(), line
 
 
+def test_the_image_compiles_cpp() -> None:
+    text = (DEPLOY / "Dockerfile").read_text()
+    assert "apt-get install --yes --no-install-recommends g++" in text
+    assert "_native.build(_native.default_cache_dir())" in text  # the launcher, built as the worker user
+
+
 def test_prometheus_scrapes_every_worker_replica_on_the_metrics_port(worker) -> None:
     config = load_yaml(DEPLOY / "prometheus.yml")
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}

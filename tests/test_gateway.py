@@ -242,6 +242,47 @@ def test_verls_own_client_scores_a_codecontests_problem(
     assert score == sum(r is True for r in expected) / 3
 
 
+CPP_ADD = "#include <iostream>\nint main() { int a, b; std::cin >> a >> b; std::cout << %s << '\\n'; }\n"
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        (CPP_ADD % "a + b", [True, True, True]),
+        (CPP_ADD % "a - b", [False, False, True]),
+        (CPP_ADD % "a / (b - b)", [-2, -2, -2]),
+        ("#include <unistd.h>\nint main() { sleep(30); }\n", [-3, -3, -3]),
+        ("int main() { return undefined_name; }\n", [-4, -4, -4]),
+    ],
+    ids=["correct", "wrong", "runtime-error", "timeout", "compile-error"],
+)
+def test_verls_own_client_scores_a_cpp_answer(farm: Farm, program: str, expected: list[Any]) -> None:
+    sandbox_fusion = foreign_clients.verl_sandbox_fusion()
+    results, metadata = sandbox_fusion.utils.check_correctness(
+        f"{farm.url}/run_code", ADD, program, timeout=5, language="cpp"
+    )
+    assert results == expected, metadata
+    if expected[0] == -4:
+        assert metadata[0]["status"] == "compile_error" and "undefined_name" in metadata[0]["compile_stderr"]
+
+
+def test_run_code_compiles_cpp_once_per_slot_not_per_request(farm: Farm) -> None:
+    body = {"code": CPP_ADD % "a * b" + "// once per slot\n", "language": "cpp", "compile_timeout": 60}
+    answers = [
+        requests.post(f"{farm.url}/run_code", json={**body, "stdin": f"{i} 3\n"}, timeout=120).json()
+        for i in range(6)
+    ]
+    assert [a["run_result"]["stdout"] for a in answers] == [f"{3 * i}\n" for i in range(6)]
+    assert all(a["status"] == "Success" and a["compile_result"]["return_code"] == 0 for a in answers)
+    compiles = [a for a in answers if a["compile_result"]["execution_time"] > 0]
+    assert 1 <= len(compiles) <= 2  # the node has two slots; a per-request API would compile six times
+    broken = requests.post(f"{farm.url}/run_code", json={**body, "code": "int main( {"}, timeout=120).json()
+    assert (broken["status"], broken["run_result"]) == ("Failed", None)
+    assert set(broken["compile_result"]) == {"status", "execution_time", "return_code", "stdout", "stderr"}
+    assert (broken["compile_result"]["status"], broken["compile_result"]["return_code"]) == ("Finished", 1)
+    assert "error" in broken["compile_result"]["stderr"]
+
+
 def test_run_code_answers_in_sandbox_fusions_shape(farm: Farm) -> None:
     import base64
 

@@ -6,6 +6,7 @@ import argparse
 import gc
 import importlib
 import logging
+import os
 import sys
 
 # Subcommand modules, each with `register(subparsers)` adding its parser with `func` as default.
@@ -39,7 +40,11 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    code = int(args.func(args) or 0)
+    try:
+        code = int(args.func(args) or 0)
+    except BrokenPipeError:  # the reader of our output went away (`| head`): as a Unix tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 141
     # The interpreter's shutdown collections would walk every object of every imported module
     # (pydantic's make that about 15 ms); frozen, they are skipped. Nothing here outlives the process.
     gc.freeze()

@@ -7,7 +7,11 @@ The response (`RunCodeResponse`), HTTP 200 whatever the program did: `status` "S
 exited 0), "Failed" (a non-zero exit, a crash: `return_code` is minus the signal, a timeout:
 `TimeLimitExceeded` with `return_code` null) or "SandboxError"; `run_result` with `status`
 ("Finished", "TimeLimitExceeded", "Error"), `execution_time`, `return_code`, `stdout`, `stderr`;
-`compile_result` null (Python compiles nothing); `message`; `executor_pod_name`; `files`.
+`compile_result` null for Python (it compiles nothing), for C++ the compile's `CommandRunResult`
+(`Finished` with the compiler's `return_code`, or `TimeLimitExceeded`; a program that did not compile
+has no `run_result` and answers "Failed", as SandboxFusion's runner does); `message`;
+`executor_pod_name`; `files`. C++ runs as the farm's `cpp` (g++ -std=gnu++17 -O2, static), compiled
+once per worker slot: the tests of a problem sent one request each reuse the binary.
 
 A language in SandboxFusion's list that the farm does not run answers SandboxError, as SandboxFusion
 does for a language it has no runner for; one outside its list answers 422 with pydantic's
@@ -34,8 +38,9 @@ Language = Literal[
     "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia", "pytest", "junit", "kotlin_script", "jest",
     "verilog", "python_gpu", "lean", "swift", "racket",
 ]  # fmt: skip
-RUNS = {"python"}  # the languages the farm runs
-_LIMITS = {"wall_s": 600.0, "memory_mb": 8192}  # the farm's caps (sandbox.MAX_LIMITS), without importing it
+RUNS = {"python", "cpp"}  # the languages the farm runs
+# The farm's caps (sandbox.MAX_LIMITS), without importing it.
+_LIMITS = {"wall_s": 600.0, "memory_mb": 8192, "compile_wall_s": 300.0}
 _QUEUE_MARGIN_S = 60.0
 
 
@@ -59,13 +64,17 @@ def sandbox_fusion_error(error: RequestError) -> Response:
 
 
 def response(
-    status: str, message: str = "", run_result: dict[str, Any] | None = None, files: Any = None
+    status: str,
+    message: str = "",
+    run_result: dict[str, Any] | None = None,
+    files: Any = None,
+    compile_result: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A `RunCodeResponse`."""
     return {
         "status": status,
         "message": message,
-        "compile_result": None,
+        "compile_result": compile_result,
         "run_result": run_result,
         "executor_pod_name": os.environ.get("HOSTNAME") or None,
         "files": files or {},
@@ -84,6 +93,22 @@ def run_result_of(result: Result) -> dict[str, Any]:
     }
 
 
+def compile_result_of(result: Result) -> dict[str, Any] | None:
+    """The compile's `CommandRunResult` of a compiled program's result (None for Python)."""
+    compiled = result.get("compile")
+    if not isinstance(compiled, dict):
+        return None
+    failed = compiled.get("status") != "ok"
+    timed_out = compiled.get("status") == "timeout"
+    return {
+        "status": "TimeLimitExceeded" if timed_out else "Finished",
+        "execution_time": compiled.get("wall_s"),
+        "return_code": None if timed_out else int(failed),
+        "stdout": "",
+        "stderr": result.get("stderr", "") if failed else "",
+    }
+
+
 def _return_code(result: Result) -> int:
     """The exit code as a subprocess reports it: minus the signal for a killed program."""
     if isinstance(result.get("exit_code"), int):
@@ -97,6 +122,8 @@ def job_of(parsed: RunCodeRequest) -> dict[str, Any]:
     """The `program` job of a request."""
     seconds = min(max(float(parsed.run_timeout), 0.001), _LIMITS["wall_s"])
     limits: dict[str, Any] = {"wall_s": seconds, "cpu_s": seconds}
+    if parsed.language != "python":
+        limits["compile_wall_s"] = min(max(float(parsed.compile_timeout), 0.001), _LIMITS["compile_wall_s"])
     if parsed.memory_limit_MB > 0:
         limits["memory_mb"] = min(parsed.memory_limit_MB, _LIMITS["memory_mb"])
     return {
@@ -106,6 +133,7 @@ def job_of(parsed: RunCodeRequest) -> dict[str, Any]:
         "stdin": parsed.stdin or "",
         "files": parsed.files,
         "fetch_files": parsed.fetch_files,
+        "language": parsed.language,
         "limits": limits,
     }
 
@@ -125,16 +153,21 @@ async def run_code(request: Request, gateway: Gateway) -> Response:
         )
         return JSONResponse(response("SandboxError", message))
     job = job_of(parsed)
-    [result] = await gateway.score("/run_code", [job], job["limits"]["wall_s"] + _QUEUE_MARGIN_S)
+    deadline_s = job["limits"]["wall_s"] + job["limits"].get("compile_wall_s", 0.0) + _QUEUE_MARGIN_S
+    [result] = await gateway.score("/run_code", [job], deadline_s)
     if result.is_infra:
         return JSONResponse(
             response("SandboxError", f"the farm failed: {result.get('error')}"), status_code=504
         )
     if result.get("status") == "invalid_job":
         return JSONResponse(response("SandboxError", f"invalid request: {result.get('error')}"))
+    compiled = compile_result_of(result)
+    if compiled is not None and (compiled["status"] != "Finished" or compiled["return_code"] != 0):
+        return JSONResponse(response("Failed", "", None, result.get("files"), compiled))
     run = run_result_of(result)
     succeeded = run["status"] == "Finished" and run["return_code"] == 0
-    return JSONResponse(response("Success" if succeeded else "Failed", "", run, result.get("files")))
+    status = "Success" if succeeded else "Failed"
+    return JSONResponse(response(status, "", run, result.get("files"), compiled))
 
 
 def routes(gateway: Gateway) -> list[Route]:

@@ -9,6 +9,11 @@ syntax_error, memory_limit, output_limit, timeout, runtime_error, wrong_answer, 
 `all_or_nothing` the run stops at the first failing hidden test, so this is that test's status; with
 `fraction_passed` every hidden test runs. A syntax error, or an infra_error in any run, stops the job.
 Hidden tests' inputs and outputs never appear in a result.
+
+With `language: "cpp"` the program is C++ (the first ```cpp block of a completion): it compiles once,
+in the sandbox, on the job's first test, and every test runs that binary. A compile that fails
+(`syntax_error`, or `timeout`/`memory_limit` of the compile) stops the job; `compile` in the result
+says how long it took and whether the slot already held the binary.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 from envs.base import Context, Env, InvalidJob
 from envs.codecontests.compare import normalize_output, outputs_match
-from envs.codecontests.extract import extract_code
+from envs.codecontests.extract import LANGUAGE_NAMES, extract_code
 from envs.codecontests.feedback import PublicOutcome, format_feedback, parse_error_feedback
 from envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
 from envs.datasets import DatasetStore, IOPair, Problem
@@ -43,13 +48,19 @@ class Verdict:
     stdout: str
     stderr: str
     error: str | None
+    compile_failed: bool = False  # the program did not compile: no test can run
+
+    @property
+    def stops(self) -> bool:
+        """After this run the remaining tests cannot change the verdict, or it cannot be trusted."""
+        return self.status in _STOPPERS or self.compile_failed
 
 
 class CodeContestsEnv(Env):
     """Competitive-programming answers against stdin/stdout tests."""
 
     id = "codecontests"
-    version = "1"
+    version = "2"  # 2: `language`
     default_limits = Limits(wall_s=4.0, cpu_s=2.0, memory_mb=512, output_bytes=4 << 20)
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
@@ -57,18 +68,24 @@ class CodeContestsEnv(Env):
         job = job if "code" in job else answer_field(job, "completion")
         request = validate_job(CodeContestsJob, job).check_choices()
         problem = self._problem(request, ctx)
-        code = request.code if request.code is not None else extract_code(request.completion or "")
+        language = request.language
+        code = request.code if request.code is not None else extract_code(request.completion or "", language)
         if code is None:
-            return _parse_error(problem)
+            return _parse_error(problem, language)
         if len(code) > MAX_CODE_CHARS:
             raise InvalidJob(f"completion: the program is longer than {MAX_CODE_CHARS} characters")
-        judge = _Judge(ctx.sandbox, code, limits, problem, request.reward_shape)
+        judge = _Judge(ctx.sandbox, code, limits, problem, request.reward_shape, language)
         public = judge.run_all(problem.public_tests, public=True)
         outcomes = [_outcome(test, run) for test, run in zip(problem.public_tests, public, strict=False)]
         feedback = format_feedback(outcomes, total=len(problem.public_tests))
-        stopped = next((run for run in public if run.status in _STOPPERS), None)
+        stopped = next((run for run in public if run.stops), None)
         hidden = [] if stopped else judge.run_all(problem.hidden_tests, public=False)
-        return _result(problem, request.reward_shape, stopped, hidden, feedback)
+        if judge.compile is not None and not (stopped or hidden):  # no public test ran the compile
+            stopped = judge.compile_only()
+        result = _result(problem, request.reward_shape, stopped, hidden, feedback)
+        if judge.compile is not None:
+            result["compile"] = judge.compile
+        return result
 
     @staticmethod
     def _problem(request: CodeContestsJob, ctx: Context) -> Problem:
@@ -83,23 +100,48 @@ class CodeContestsEnv(Env):
 class _Judge:
     """Runs one program on tests, in one sandbox slot."""
 
-    def __init__(self, sandbox: Any, code: str, limits: Limits, problem: Problem, shape: str) -> None:
-        self.sandbox, self.code, self.limits = sandbox, code, limits
+    def __init__(
+        self, sandbox: Any, code: str, limits: Limits, problem: Problem, shape: str, language: str
+    ) -> None:
+        self.sandbox, self.code, self.limits, self.language = sandbox, code, limits, language
         self.float_tolerance = problem.float_tolerance
         self.stop_at_failure = shape == "all_or_nothing"  # the reward is 0 already: save the CPU
+        # A compiled program's compile, as its first run reported it (None for Python).
+        self.compile: dict[str, Any] | None = None if language == "python" else {}
 
     def run(self, test: IOPair, keep_output: bool) -> Verdict:
         """Run the program on `test.input`; wrong_answer when it exits cleanly with the wrong output.
 
         The output is kept only when asked (public tests): hidden runs must not hold megabytes each.
         """
-        r = self.sandbox.run(self.code, stdin=test.input.encode("utf-8"), limits=self.limits)
+        r = self.sandbox.run(
+            self.code, stdin=test.input.encode("utf-8"), limits=self.limits, language=self.language
+        )
+        compile_failed = self._note_compile(r.compile)
         status = r.status
         if status is Status.OK and not outputs_match(r.stdout, test.output, self.float_tolerance):
             status = Status.WRONG_ANSWER
-        stdout = r.stdout.decode("utf-8", "replace") if keep_output else ""
-        stderr = r.stderr.decode("utf-8", "replace") if keep_output else ""
-        return Verdict(status, r.wall_s, r.cpu_s, stdout, stderr, r.error)
+        # A failed compile's messages are the model's to read, from a hidden test too.
+        keep = keep_output or compile_failed
+        stdout = r.stdout.decode("utf-8", "replace") if keep else ""
+        stderr = r.stderr.decode("utf-8", "replace") if keep else ""
+        return Verdict(status, r.wall_s, r.cpu_s, stdout, stderr, r.error, compile_failed)
+
+    def _note_compile(self, compiled: dict[str, Any] | None) -> bool:
+        """Record the first run's compile; True when the program did not compile."""
+        if self.compile == {} and compiled is not None:
+            self.compile = {
+                "status": compiled["status"],
+                "wall_s": round(compiled["wall_s"], 6),
+                "cached": compiled["cached"],
+            }
+        return compiled is not None and compiled["status"] != Status.OK.value
+
+    def compile_only(self) -> Verdict | None:
+        """For a problem with no tests to run: compile the program all the same (a program that
+        does not compile is not ok); the failed compile's verdict, or None."""
+        run = self.run(IOPair(input="", output=""), keep_output=True)
+        return run if run.compile_failed else None
 
     def run_all(self, tests: list[IOPair], public: bool) -> list[Verdict]:
         """`tests` in order, stopping after a stopper (and, hidden under all_or_nothing, a failure)."""
@@ -107,9 +149,7 @@ class _Judge:
         for test in tests:
             run = self.run(test, keep_output=public)
             runs.append(run)
-            if run.status in _STOPPERS or (
-                self.stop_at_failure and not public and run.status is not Status.OK
-            ):
+            if run.stops or (self.stop_at_failure and not public and run.status is not Status.OK):
                 break
         return runs
 
@@ -172,15 +212,15 @@ def _detail(run: Verdict) -> str:
     return f": {run.error[:ERROR_CLIP]}" if run.error else ""
 
 
-def _parse_error(problem: Problem) -> dict[str, Any]:
-    """The result of an answer with no Python code block: reward 0, nothing run."""
+def _parse_error(problem: Problem, language: str) -> dict[str, Any]:
+    """The result of an answer with no code block of its language: reward 0, nothing run."""
     total = len(problem.hidden_tests)
     return {
         "status": Status.PARSE_ERROR.value,
         "reward": 0.0,
-        "error": "completion: no fenced Python code block",
+        "error": f"completion: no fenced {LANGUAGE_NAMES[language]} code block",
         "tests": [],
         "passed": 0,
         "total": total,
-        "feedback": parse_error_feedback(),
+        "feedback": parse_error_feedback(language),
     }

@@ -1,14 +1,20 @@
-"""The program inside a model's answer: the first fenced Python code block."""
+"""The program inside a model's answer: the first fenced code block in the job's language."""
 
 from __future__ import annotations
 
 # Info strings that mark a Python block; an untagged fence counts too (models often omit the tag).
 PYTHON_TAGS = frozenset({"", "python", "py", "python3", "py3"})
+# A C++ block must say so: an untagged block in a C++ answer is as often a sample input or output.
+CPP_TAGS = frozenset({"cpp", "c++", "cc", "cxx"})
+TAGS = {"python": PYTHON_TAGS, "cpp": CPP_TAGS}
+LANGUAGE_NAMES = {"python": "Python", "cpp": "C++"}  # as messages name them
 FENCE = "```"
 
 
-def extract_code(text: str) -> str | None:
-    """The body of the first fenced block tagged python/py (or untagged); None when there is none.
+def extract_code(text: str, language: str = "python") -> str | None:
+    """The body of the first fenced block of `language`; None when there is none.
+
+    Python: a block tagged python/py (or untagged). C++: a block tagged cpp, c++, cc or cxx.
 
     A fence is a line whose first non-blank characters are three backticks; the rest of that line is
     its tag (case-insensitive; only its first word counts, so "python title=x" is Python). Blocks in
@@ -23,7 +29,7 @@ def extract_code(text: str) -> str | None:
             index += 1
             continue
         end = _closing_fence(lines, index + 1)
-        if tag in PYTHON_TAGS:
+        if tag in TAGS[language]:
             body = "\n".join(lines[index + 1 : end])
             return body + "\n" if body else None
         index = end + 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from envs.codecontests.extract import LANGUAGE_NAMES
 from sandbox.status import Status
 
 # Each of input / expected / got / stderr is clipped to this many characters: a flood of output must
@@ -58,6 +59,7 @@ def _format_one(number: int, total: int, outcome: PublicOutcome) -> str:
     return text
 
 
-def parse_error_feedback() -> str:
-    """The feedback of an answer without a Python code block."""
-    return "No Python code block found: put the program in a ```python fenced block.\n"
+def parse_error_feedback(language: str = "python") -> str:
+    """The feedback of an answer without a code block of its language."""
+    name = LANGUAGE_NAMES[language]
+    return f"No {name} code block found: put the program in a ```{language} fenced block.\n"

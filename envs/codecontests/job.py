@@ -14,6 +14,7 @@ MAX_CODE_CHARS = 256 << 10  # `code`, and the program extracted from a completio
 MAX_COMPLETION_CHARS = 1 << 20  # raw model output, prose included
 
 RewardShape = Literal["all_or_nothing", "fraction_passed"]
+Language = Literal["python", "cpp"]  # sandbox.languages.NAMES
 
 
 class CodeContestsJob(JobModel):
@@ -25,6 +26,7 @@ class CodeContestsJob(JobModel):
     problem_id: str | None = Field(default=None, min_length=1, max_length=256)
     dataset: str | None = Field(default=None, min_length=1, max_length=64)
     reward_shape: RewardShape = "all_or_nothing"
+    language: Language = "python"
 
     def check_choices(self) -> CodeContestsJob:
         """Self if exactly one of each pair is set; InvalidJob naming the fields otherwise."""

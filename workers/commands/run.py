@@ -1,4 +1,4 @@
-"""`evalfarm run PROGRAM.py`: run one program in the sandbox, no queue, and print its result."""
+"""`evalfarm run PROGRAM.py|PROGRAM.cpp`: run one program in the sandbox, no queue, and print its result."""
 
 from __future__ import annotations
 
@@ -16,14 +16,21 @@ LIMIT_FLAGS = {
     "workdir_mb": int,
     "open_files": int,
     "processes": int,
+    "compile_wall_s": float,
+    "compile_memory_mb": int,
 }
+# A program's language by its file's suffix, unless --language says.
+SUFFIXES = {".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c++": "cpp"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `run` subcommand."""
     parser = subparsers.add_parser("run", help="run one program in the sandbox and print its result as JSON")
-    parser.add_argument("program", type=Path, help="the Python program to run")
+    parser.add_argument("program", type=Path, help="the program to run (Python; C++ when it ends in .cpp)")
     parser.add_argument("--stdin", type=Path, help="a file to feed on standard input")
+    parser.add_argument(
+        "--language", choices=("python", "cpp"), help="the program's language (default: by its suffix)"
+    )
     add_limit_flags(parser)
     parser.set_defaults(func=run)
 
@@ -67,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         "env": "program",
         "code": read_text(args.program, "program"),
         "stdin": read_text(args.stdin, "stdin file") if args.stdin else "",
+        "language": args.language or SUFFIXES.get(args.program.suffix.lower(), "python"),
         "limits": limit_overrides(args),
     }
     ctx = Context()
