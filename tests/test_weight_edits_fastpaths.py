@@ -1,11 +1,11 @@
-"""The weight_edits fast paths against MinAtar itself, step by step, under random play."""
+"""The weight_edits fast paths against MinAtar itself and against each other, under random play."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from envs.weight_edits import apply_edits, freeway, games, grading, policy, space_invaders
+from envs.weight_edits import apply_edits, games, grading, policy, runner
 from envs.weight_edits.deadline import Deadline
 from envs.weight_edits.episodes import FastRunner
 from envs.weight_edits.policy import Policy
@@ -43,47 +43,20 @@ def test_features_are_the_reference_observation(game: str) -> None:
         assert active == np.flatnonzero(observation).tolist()
 
 
-def test_space_invaders_bitmask_game_is_minatars() -> None:
-    from minatar.environments.space_invaders import Env
-
-    actions = np.random.RandomState(1)
-    kills = 0
-    for _ in range(6):
-        reference, bitmask = Env(ramping=False), space_invaders.Game()
-        for _ in range(3000):
-            observation = games.observation("space_invaders", reference.state())
-            assert sorted(set(bitmask.active())) == np.flatnonzero(observation).tolist()
-            # Mostly fire, so waves are cleared and the aliens refill.
-            action = int(actions.choice(6, p=[0.1, 0.15, 0.05, 0.15, 0.05, 0.5]))
-            expected, got = reference.act(action), bitmask.act(action)
-            assert (int(got[0]), got[1]) == (int(expected[0]), expected[1])
-            kills += int(got[0])
-            if got[1]:
-                break
-    assert kills > 24  # at least one wave cleared somewhere
-
-
 @pytest.mark.parametrize("name", list(ANSWERS))
-def test_freeway_lockstep_equals_the_per_episode_runner(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(freeway, "BLOCK", 3)  # several blocks, one shared cache
+@pytest.mark.parametrize("game", games.GAMES)
+def test_compiled_runner_equals_the_per_episode_runner(game: str, name: str) -> None:
     weights, _ = apply_edits(ANSWERS[name])
     episodes = range(5, 12)
-    lockstep = freeway.run_freeway(Policy(weights), episodes, Deadline())
-    runner = FastRunner("freeway", Policy(weights))
-    assert lockstep == [runner.run(episode, Deadline()) for episode in episodes]
-
-
-def test_freeway_falls_back_when_its_streams_run_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    expected = grading.grade_answer("freeway", "original", ANSWERS["sparse"], 3)
-    monkeypatch.setattr(freeway, "_WORDS", 2 * freeway.STEPS - 10)
-    assert grading.grade_answer("freeway", "original", ANSWERS["sparse"], 3) == expected
+    compiled = runner.run_episodes(game, Policy(weights), episodes, Deadline())
+    per_episode = FastRunner(game, Policy(weights))
+    assert compiled == [per_episode.run(episode, Deadline()) for episode in episodes]
 
 
 @pytest.mark.parametrize("game", games.GAMES)
 def test_a_tiny_policy_cache_changes_nothing(game: str, monkeypatch: pytest.MonkeyPatch) -> None:
     expected = grading.grade_answer(game, "original", ANSWERS["dense"], 3)
     monkeypatch.setattr(policy, "MAX_CACHE_ENTRIES", 4)
-    monkeypatch.setattr(freeway, "MAX_CACHE_ENTRIES", 4)
     assert grading.grade_answer(game, "original", ANSWERS["dense"], 3) == expected
 
 

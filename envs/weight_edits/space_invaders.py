@@ -1,184 +1,160 @@
-"""Space Invaders on bitmasks: MinAtar 1.0.15's rules without numpy, for the per-step hot loop.
+"""Space Invaders, MinAtar 1.0.15's rules (`space_invaders.Env`, ramping off) compiled, on bitmasks.
 
-MinAtar keeps three 10x10 float maps and moves them with `np.roll`; here each map is a 100-bit int
-(bit `row * 10 + col`), so a roll is two shifts and a count is `int.bit_count`. The game has no
-randomness of its own: the environment stream only draws the sticky-action test, one double per
-step, so both streams are drawn in bulk. Tests compare this game with MinAtar's step by step.
-
-The observation's relevant inputs are five masked ints (one per output channel that the game
-writes), an exact and canonical key for the policy cache.
+MinAtar keeps three 10x10 maps (aliens, friendly and enemy bullets) and moves them with `np.roll`;
+here each map is ten 10-bit row masks (bit = column). Friendly bullets move up a row per step and
+enemy bullets down; the aliens move sideways (wrapping, as `np.roll` does) every `min(aliens left,
+12)` steps, or down a row (wrapping from row 9 to row 0) and turn when one is at the edge they move
+to; every 10 steps the lowest alien of the column nearest the cannon (MinAtar's stable search order)
+fires; an alien or enemy bullet on the cannon ends the episode; a cleared wave is replaced by a new
+one. The game draws nothing of its own: its stream only serves the sticky-action test.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 import numpy as np
 
-from envs.weight_edits import games
-from envs.weight_edits.deadline import Deadline
-from envs.weight_edits.episodes import Episode
-from envs.weight_edits.policy import Policy
+from envs.weight_edits.jit import jit
 
-_ROW9 = ((1 << 10) - 1) << 90
-_COL0 = sum(1 << (row * 10) for row in range(10))
-_COL9 = _COL0 << 9
-_ALL = (1 << 100) - 1
-_START_ALIENS = sum(1 << (row * 10 + col) for row in range(4) for col in range(2, 8))
-_COLUMNS = [_COL0 << col for col in range(10)]
-
-
-def _search_order(pos: int) -> list[int]:
-    """Columns in the order MinAtar's `_nearest_alien` searches them from `pos` (a stable sort)."""
-    return sorted(range(10), key=lambda col: abs(col - pos))
-
-
-_SEARCH = [_search_order(pos) for pos in range(10)]
+TERMINAL, ESCAPE, POS, ALIEN_DIR, ALIEN_MOVE_TIMER, ALIEN_SHOT_TIMER, SHOT_TIMER = range(7)
+ALIENS, FRIENDLY, ENEMY = 7, 17, 27  # ten row masks each
+SIZE = 37
+_WAVE_ROW = 0b0011111100  # columns 2-7, in rows 0-3
+_ROW = (1 << 10) - 1
 _SHOT_COOL_DOWN = 5
 _ENEMY_MOVE_INTERVAL = 12
 _ENEMY_SHOT_INTERVAL = 10
-_FIRST_CHUNK = 64
-_CHUNK = 1024
 _FIRE, _LEFT, _RIGHT = 5, 1, 3
 
 
-def _bits(mask: int) -> list[int]:
-    """Indices of the set bits of `mask`, ascending."""
-    found = []
+@jit
+def _bits(mask: int) -> int:
+    count = 0
     while mask:
-        low = mask & -mask
-        found.append(low.bit_length() - 1)
-        mask ^= low
-    return found
+        mask &= mask - 1
+        count += 1
+    return count
 
 
-class Game:
-    """The state of one episode; `act` is `space_invaders.Env.act` (ramping off)."""
-
-    def __init__(self) -> None:
-        self.pos = 5
-        self.friendly = 0
-        self.enemy = 0
-        self.aliens = _START_ALIENS
-        self.alien_dir = -1
-        self.alien_move_timer = _ENEMY_MOVE_INTERVAL
-        self.alien_shot_timer = _ENEMY_SHOT_INTERVAL
-        self.shot_timer = 0
-
-    def act(self, action: int) -> tuple[int, bool]:
-        """One step; returns (reward, terminal)."""
-        if action == _FIRE and self.shot_timer == 0:
-            self.friendly |= 1 << (90 + self.pos)
-            self.shot_timer = _SHOT_COOL_DOWN
-        elif action == _LEFT:
-            self.pos = max(0, self.pos - 1)
-        elif action == _RIGHT:
-            self.pos = min(9, self.pos + 1)
-        cannon = 1 << (90 + self.pos)
-        self.friendly >>= 10  # rows move up; the row that wraps to the bottom is cleared
-        self.enemy = (self.enemy << 10) & _ALL  # rows move down; the row that wraps to the top is cleared
-        terminal = bool(self.enemy & cannon) or bool(self.aliens & cannon)
-        if self.alien_move_timer == 0:
-            terminal |= self._move_aliens(cannon)
-        if self.alien_shot_timer == 0:
-            self.alien_shot_timer = _ENEMY_SHOT_INTERVAL
-            self._shoot()
-        kills = self.aliens & self.friendly
-        self.aliens ^= kills
-        self.friendly ^= kills
-        self.shot_timer -= self.shot_timer > 0
-        self.alien_move_timer -= 1
-        self.alien_shot_timer -= 1
-        if not self.aliens:
-            self.aliens = _START_ALIENS
-        return kills.bit_count(), terminal
-
-    def _move_aliens(self, cannon: int) -> bool:
-        aliens = self.aliens
-        terminal = False
-        self.alien_move_timer = min(aliens.bit_count(), _ENEMY_MOVE_INTERVAL)
-        if (aliens & _COL0 and self.alien_dir < 0) or (aliens & _COL9 and self.alien_dir > 0):
-            self.alien_dir = -self.alien_dir
-            terminal = bool(aliens & _ROW9)
-            aliens = ((aliens & ~_ROW9) << 10) | ((aliens & _ROW9) >> 90)
-        elif self.alien_dir > 0:
-            aliens = ((aliens & ~_COL9) << 1) | ((aliens & _COL9) >> 9)
-        else:
-            aliens = ((aliens & ~_COL0) >> 1) | ((aliens & _COL0) << 9)
-        self.aliens = aliens
-        return terminal or bool(aliens & cannon)
-
-    def _shoot(self) -> None:
-        # The lowest alien of the nearest non-empty column fires (the map is never empty here).
-        for col in _SEARCH[self.pos]:
-            column = self.aliens & _COLUMNS[col]
-            if column:
-                self.enemy |= 1 << (column.bit_length() - 1)
-                return
-        raise TypeError("'NoneType' object is not subscriptable")  # what MinAtar would raise
-
-    def active(self) -> list[int]:
-        """Active flat observation indices: cannon 0, aliens 1, 2 and 4, enemy bullets 1, friendly 3."""
-        active = [(90 + self.pos) * 6]
-        for cell in _bits(self.aliens):
-            active += (cell * 6 + 1, cell * 6 + 2, cell * 6 + 4)
-        active.extend(cell * 6 + 1 for cell in _bits(self.enemy))
-        active.extend(cell * 6 + 3 for cell in _bits(self.friendly))
-        return active
+@jit
+def reset(st: np.ndarray, rng: np.ndarray) -> None:
+    """`reset()`: the cannon at column 5, the first wave moving left; it draws nothing."""
+    st[:] = 0
+    st[POS] = 5
+    for row in range(4):
+        st[ALIENS + row] = _WAVE_ROW
+    st[ALIEN_DIR] = -1
+    st[ALIEN_MOVE_TIMER] = _ENEMY_MOVE_INTERVAL
+    st[ALIEN_SHOT_TIMER] = _ENEMY_SHOT_INTERVAL
 
 
-def _channel_masks(policy: Policy) -> list[int]:
-    """Per output channel 0-4, the cells whose input reaches a non-zero W1 row."""
-    relevant = policy.relevant_mask.reshape(100, 6)
-    return [sum(1 << cell for cell in range(100) if relevant[cell, channel]) for channel in range(5)]
+@jit
+def _count_aliens(st: np.ndarray) -> int:
+    count = 0
+    for row in range(10):
+        count += _bits(st[ALIENS + row])
+    return count
 
 
-class SpaceInvadersRunner:
-    """Plays episodes of space_invaders under one policy."""
+@jit
+def _move_aliens(st: np.ndarray, cannon: int) -> None:
+    """Sideways, or down a row and turn when an alien is at the edge the wave moves to."""
+    st[ALIEN_MOVE_TIMER] = min(_count_aliens(st), _ENEMY_MOVE_INTERVAL)
+    edges = 0
+    for row in range(10):
+        edges |= st[ALIENS + row]
+    if (edges & 1 and st[ALIEN_DIR] < 0) or (edges >> 9 & 1 and st[ALIEN_DIR] > 0):
+        st[ALIEN_DIR] = -st[ALIEN_DIR]
+        if st[ALIENS + 9]:
+            st[TERMINAL] = 1
+        bottom = st[ALIENS + 9]
+        for row in range(9, 0, -1):
+            st[ALIENS + row] = st[ALIENS + row - 1]
+        st[ALIENS] = bottom  # np.roll wraps row 9 to row 0
+    elif st[ALIEN_DIR] > 0:
+        for row in range(10):
+            mask = st[ALIENS + row]
+            st[ALIENS + row] = ((mask << 1) & _ROW) | (mask >> 9)
+    else:
+        for row in range(10):
+            mask = st[ALIENS + row]
+            st[ALIENS + row] = (mask >> 1) | ((mask & 1) << 9)
+    if st[ALIENS + 9] & cannon:
+        st[TERMINAL] = 1
 
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self.masks = _channel_masks(policy)
-        self.env_random = np.random.RandomState(games.ENV_SEED_BASE)
-        self.action_random = np.random.RandomState(games.ACTION_SEED_BASE)
 
-    def _cdf(self, game: Game) -> list[float]:
-        if self.policy.constant is not None:
-            return self.policy.constant
-        cannon, aliens_or_bullets, aliens, friendly, trails = self.masks
-        key = (
-            (1 << (90 + game.pos)) & cannon,
-            (game.aliens | game.enemy) & aliens_or_bullets,
-            game.aliens & aliens,
-            game.friendly & friendly,
-            game.aliens & trails,
-        )
-        return self.policy.cached(key, game.active)
+@jit
+def _shoot(st: np.ndarray) -> None:
+    """The lowest alien of the nearest non-empty column fires (`_nearest_alien`: a stable sort by
+    distance, so the left column first on a tie)."""
+    pos = st[POS]
+    for step in range(19):  # columns pos, pos - 1, pos + 1, pos - 2, pos + 2, ...
+        distance = (step + 1) // 2
+        col = pos - distance if step % 2 else pos + distance
+        if 0 <= col <= 9:
+            for row in range(9, -1, -1):
+                if st[ALIENS + row] >> col & 1:
+                    st[ENEMY + row] |= 1 << col
+                    return
+    st[ESCAPE] = 1  # no alien at all: MinAtar raises TypeError here (not reachable)
 
-    def run(self, episode: int, deadline: Deadline) -> Episode:
-        """Score and length of episode `episode`."""
-        self.env_random.seed(games.ENV_SEED_BASE + episode)
-        self.action_random.seed(games.ACTION_SEED_BASE + episode)
-        game = Game()
-        last_action = 0
-        score = 0.0
-        # The game draws nothing of its own: both streams are drawn in bulk, a small block first.
-        size, base = _FIRST_CHUNK, 0
-        sticky = self.env_random.random_sample(size).tolist()
-        uniforms = self.action_random.random_sample(size).tolist()
-        for step in range(games.MAX_STEPS):
-            index = step - base
-            if index == size:
-                deadline.check()
-                size, base, index = _CHUNK, step, 0
-                sticky = self.env_random.random_sample(size).tolist()
-                uniforms = self.action_random.random_sample(size).tolist()
-            action = bisect_right(self._cdf(game), uniforms[index])
-            if sticky[index] < games.STICKY_ACTION_PROB:
-                action = last_action
-            last_action = action
-            reward, terminal = game.act(action)
-            score += float(reward)
-            if terminal:
-                break
-        return score, step + 1
+
+@jit
+def act(st: np.ndarray, rng: np.ndarray, action: int) -> int:
+    """`act(action)`: the reward; st[TERMINAL] is set when the episode ends."""
+    if action == _FIRE and st[SHOT_TIMER] == 0:
+        st[FRIENDLY + 9] |= 1 << st[POS]
+        st[SHOT_TIMER] = _SHOT_COOL_DOWN
+    elif action == _LEFT:
+        st[POS] = max(0, st[POS] - 1)
+    elif action == _RIGHT:
+        st[POS] = min(9, st[POS] + 1)
+    cannon = 1 << st[POS]
+    for row in range(9):  # friendly bullets up a row, the row leaving the top is dropped
+        st[FRIENDLY + row] = st[FRIENDLY + row + 1]
+    st[FRIENDLY + 9] = 0
+    for row in range(9, 0, -1):  # enemy bullets down a row, the row leaving the bottom is dropped
+        st[ENEMY + row] = st[ENEMY + row - 1]
+    st[ENEMY] = 0
+    if st[ENEMY + 9] & cannon or st[ALIENS + 9] & cannon:
+        st[TERMINAL] = 1
+    if st[ALIEN_MOVE_TIMER] == 0:
+        _move_aliens(st, cannon)
+    if st[ALIEN_SHOT_TIMER] == 0:
+        st[ALIEN_SHOT_TIMER] = _ENEMY_SHOT_INTERVAL
+        _shoot(st)
+    reward = 0
+    for row in range(10):
+        kills = st[ALIENS + row] & st[FRIENDLY + row]
+        reward += _bits(kills)
+        st[ALIENS + row] ^= kills
+        st[FRIENDLY + row] ^= kills
+    if st[SHOT_TIMER] > 0:
+        st[SHOT_TIMER] -= 1
+    st[ALIEN_MOVE_TIMER] -= 1
+    st[ALIEN_SHOT_TIMER] -= 1
+    if _count_aliens(st) == 0:
+        for row in range(4):
+            st[ALIENS + row] = _WAVE_ROW
+    return reward
+
+
+@jit
+def features(st: np.ndarray, active: np.ndarray) -> int:
+    """Active observation inputs: cannon (channel 0), aliens (1, 2 and 4), enemy bullets (1),
+    friendly bullets (3)."""
+    active[0] = (90 + st[POS]) * 6
+    count = 1
+    for row in range(10):
+        aliens, enemy, friendly = st[ALIENS + row], st[ENEMY + row], st[FRIENDLY + row]
+        for col in range(10):
+            cell = (row * 10 + col) * 6
+            if aliens >> col & 1:
+                active[count], active[count + 1], active[count + 2] = cell + 1, cell + 2, cell + 4
+                count += 3
+            if enemy >> col & 1:
+                active[count] = cell + 1
+                count += 1
+            if friendly >> col & 1:
+                active[count] = cell + 3
+                count += 1
+    return count
