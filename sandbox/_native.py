@@ -110,7 +110,12 @@ def launcher_argv(
 
 
 def spawn(
-    arguments: list[str], argv: list[str], run_fds: tuple[int, ...], binary_fd: int, cgroup_fds: list[int]
+    arguments: list[str],
+    argv: list[str],
+    environment: dict[str, str],
+    run_fds: tuple[int, ...],
+    binary_fd: int,
+    cgroup_fds: list[int],
 ) -> int:
     """Start the launcher (as the first process of the PID namespace the caller unshared), its
     descriptors in place; its pid.
@@ -130,4 +135,4 @@ def spawn(
     staging = max(*sources, *targets) + 1
     actions = [(os.POSIX_SPAWN_DUP2, fd, staging + i) for i, fd in enumerate(sources)]
     actions += [(os.POSIX_SPAWN_DUP2, staging + i, target) for i, target in enumerate(targets)]
-    return os.posix_spawn(LAUNCHER, [LAUNCHER, *arguments, "--", *argv], os.environ, file_actions=actions)
+    return os.posix_spawn(LAUNCHER, [LAUNCHER, *arguments, "--", *argv], environment, file_actions=actions)

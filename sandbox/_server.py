@@ -58,6 +58,8 @@ class Server:
         self.cgroups: _cgroups.SlotCgroups | None = None
         self.seccomp_code = b""  # the filter's bytes, for the launcher's command line
         self.native_arguments: tuple[dict[str, Any], list[str]] | None = None  # limits -> argv
+        # A run's environment, as a plain dict: os.environ is re-encoded on every use.
+        self.environment = dict(os.environ)
         cache = config.get("binary_cache") or {}
         self.binaries = _binaries.Binaries(cache.get("entries", 32), cache.get("bytes", 256 << 20))
 
@@ -228,7 +230,9 @@ class Server:
         _linux.unshare(_linux.CLONE_NEWPID)
         started = time.monotonic()
         try:
-            pid = _native.spawn(self.native_arguments[1], argv, child_ends, binary_fd, cgroup_fds)
+            pid = _native.spawn(
+                self.native_arguments[1], argv, self.environment, child_ends, binary_fd, cgroup_fds
+            )
         finally:
             _linux.setns(self.pid_ns_fd, _linux.CLONE_NEWPID)
             for fd in child_ends:

@@ -113,6 +113,7 @@ class Sandbox:
         self._extended = _Server(self, "extended", self.config.preload + self.config.extra_preload)
         self._wants_extended = _names_pattern(self.config.extra_preload)
         self._lock = threading.Lock()
+        self._last_native: tuple[tuple[str, bytes, Limits], dict[str, Any]] | None = None
         # Restarts by reason (RESTART_REASONS) since the last `take_restarts`.
         self.restarts: collections.Counter[str] = collections.Counter()
 
@@ -189,9 +190,7 @@ class Sandbox:
         request: dict[str, Any] = {"limits": limits.to_dict()}
         if language != "python":
             try:
-                request["native"] = languages.native_request(
-                    languages.LANGUAGES[language], code_bytes, limits
-                )
+                request["native"] = self._native_request(language, code_bytes, limits)
             except languages.CompilerMissing as error:
                 return RunResult(status=Status.INFRA_ERROR, error=str(error), infra_reason="no_compiler")
         args = b""
@@ -216,6 +215,14 @@ class Sandbox:
             return dataclasses.replace(
                 result, error=f"{result.error} ({self.config.run_attempts} attempts, each lost)"
             )
+
+    def _native_request(self, language: str, source: bytes, limits: Limits) -> dict[str, Any]:
+        """The `native` part of a request, kept for the next run: a job's tests come one after
+        another with the same source and limits, and hashing the source each time would cost them."""
+        key = (language, source, limits)
+        if self._last_native is None or self._last_native[0] != key:
+            self._last_native = (key, languages.native_request(languages.LANGUAGES[language], source, limits))
+        return self._last_native[1]
 
     def _attempt(
         self, server: _Server, request: dict[str, Any], blobs: tuple[bytes, ...], limits: Limits
