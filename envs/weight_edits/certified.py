@@ -31,6 +31,14 @@ Assumptions about the reference's arithmetic (IEEE-754, round to nearest):
   DELTA = 2**-21 leaves a factor of four. The tests check it on every binade.
 - (E) `exp` (numpy's in the reference, the C library's here) has relative error below 2**-45.
 
+(B) holds for sums that stay finite. They do when, for every unit j of every layer (all 32, the
+dropped ones too), `sum_i |W[i, j]| + |b[j]| <= 2**127` (OVERFLOW_GUARD): each input is 0 or 1 and
+each tanh at most 1 in magnitude, so every partial sum and product the reference forms is at most
+`(1 + g(601)) 2**127`, below float32's largest finite value. A network past that bound (only
+reachable with weights beyond the parser's 1e6 cap) may overflow to inf or NaN in the reference:
+`Network.from_weights` then sets every logit center to NaN, so nothing is certified and every
+step is computed as the reference does.
+
 Layer 1, unit j. Let S = sum_{i in A} W1[i, j], a = sum_{i in A} |W1[i, j]|, b = b1[j]. The reference
 computes s = fl(x @ W1), then z = fl(s + b): by (B), `|s - S| <= g(k-1) a + k 2**-126`, and
 `|z - (s + b)| <= u32 |s + b| + 2**-126`. Here `c = b + sum W1[i, j]` in float64, off by at most
@@ -108,11 +116,12 @@ EPS_T = max((1.0 / TABLE_SCALE) ** 2 / 8.0 * _MAX_TANH_SECOND + 2.0**-50, 1.0 - 
 )
 INPUTS, HIDDEN, ACTIONS = 600, 32, 6
 UNCERTAIN = -1
+OVERFLOW_GUARD = 2.0**127
 _UP = 1.0 + 2.0**-40  # rounds a float64 sum of at most 600 non-negative terms up
 # Rows of the working memory (WORK_ROWS x HIDDEN float64s). The kernels index it by row rather
 # than slice it: the per-step loop then makes no array views.
 _CENTER1, _RADIUS1, _MID1, _HALF1, _CENTER2, _RADIUS2, _MID2, _HALF2, _CENTER3, _RADIUS3 = range(10)
-_ABS1, _SPREAD, _SIZE, _ABS, _LOW, _HIGH, _TERMS = range(10, 17)
+_ABS1, _SPREAD, _SIZE, _ABS, LOW, HIGH, _TERMS = range(10, 17)
 WORK_ROWS = 17
 
 
@@ -129,6 +138,15 @@ def _largest_sums(a1: np.ndarray) -> np.ndarray:
     sums = np.zeros((a1.shape[0] + 1, a1.shape[1]))
     sums[1:] = np.cumsum(ordered, axis=0) * _UP
     return sums
+
+
+def may_overflow(weights: dict[str, np.ndarray]) -> bool:
+    """Whether a float32 sum of the reference's forward pass may leave the finite range (see above)."""
+    for matrix, bias in (("W1", "b1"), ("W2", "b2"), ("W3", "b3")):
+        bound = np.abs(weights[matrix]).sum(axis=0) * _UP + np.abs(weights[bias])
+        if not np.all(bound <= OVERFLOW_GUARD):  # NaN included
+            return True
+    return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,12 +190,12 @@ class Network:
             w3=w3,
             a3=np.abs(w3),
             s3=np.abs(w3).sum(axis=1) * _UP,
-            b3=np.ascontiguousarray(w["b3"]),
+            b3=np.full(6, np.nan) if may_overflow(w) else np.ascontiguousarray(w["b3"]),
             table=tanh_table(),
         )
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """The weight arrays in the order `action` takes them."""
+        """The weight arrays, as the kernels take them (`net`)."""
         return (
             self.w1, self.a1, self.top1, self.b1, self.w2, self.a2, self.s2, self.b2,
             self.w3, self.a3, self.s3, self.b3, self.table,
@@ -342,25 +360,10 @@ def _dense(
 
 @jit_inline
 def logit_bounds(
-    rows: np.ndarray,
-    count: int,
-    w1: np.ndarray,
-    a1: np.ndarray,
-    top1: np.ndarray,
-    b1: np.ndarray,
-    w2: np.ndarray,
-    a2: np.ndarray,
-    s2: np.ndarray,
-    b2: np.ndarray,
-    w3: np.ndarray,
-    a3: np.ndarray,
-    s3: np.ndarray,
-    b3: np.ndarray,
-    table: np.ndarray,
-    work: np.ndarray,
-    precise: bool,
+    rows: np.ndarray, count: int, net: tuple[np.ndarray, ...], work: np.ndarray, precise: bool
 ) -> None:
     """Centers (work[_CENTER3, :6]) and radii (work[_RADIUS3, :6]) holding the reference's logits."""
+    w1, a1, top1, b1, w2, a2, s2, b2, w3, a3, s3, b3, table = net
     _layer1(rows, count, w1, a1, top1, b1, work, precise)
     widest = _tanh_box(b1.size, work, _CENTER1, table, precise)
     _dense(work, _MID1, widest, w2, a2, s2, b2, _CENTER2, precise)
@@ -369,42 +372,48 @@ def logit_bounds(
 
 
 @jit_inline
-def _decide(work: np.ndarray, u: float) -> int:
-    """How many cdf entries are surely <= u, or UNCERTAIN when u may be on either side of one (NaN too)."""
+def decide(work: np.ndarray, u: float) -> int:
+    """How many cdf entries are surely <= u (the action), from the intervals in rows LOW and HIGH;
+    UNCERTAIN when u may be on either side of one (NaN included)."""
     below = 0
     for j in range(ACTIONS - 1):
-        if work[_HIGH, j] <= u:
+        if work[HIGH, j] <= u:
             below += 1
-        elif not work[_LOW, j] > u:
+        elif not work[LOW, j] > u:
             return UNCERTAIN
     return below
 
 
 @jit
-def cdf_action(work: np.ndarray, u: float, precise: bool) -> int:
-    """The reference's action for uniform u, its logits within row _RADIUS3 of row _CENTER3; or UNCERTAIN."""
-    spread, scale, top, peak = 0.0, 0.0, -np.inf, -np.inf
+def _tier1(work: np.ndarray) -> None:
+    """Intervals (rows LOW, HIGH) for the cdf entries: the cdf at the logit centers, within R/2."""
+    spread, scale, peak = 0.0, 0.0, -np.inf
     for i in range(ACTIONS):
         c, r = work[_CENTER3, i], work[_RADIUS3, i]
         spread = max(spread, r)
         scale = max(scale, abs(c) + r)
-        top = max(top, c + r)
         peak = max(peak, c)
-    slack = 2.0**-40 + 2.0**-51 * scale
-    # Tier 1: the cdf at the centers, within spread/2.
     total = 0.0
     for i in range(ACTIONS):
         work[_TERMS, i] = math.exp(work[_CENTER3, i] - peak)
         total += work[_TERMS, i]
-    running, width = 0.0, 0.5 * spread + slack
+    running, width = 0.0, 0.5 * spread + 2.0**-40 + 2.0**-51 * scale
     for j in range(ACTIONS - 1):
         running += work[_TERMS, j]
-        work[_LOW, j] = running / total - width
-        work[_HIGH, j] = running / total + width
-    action = _decide(work, u)
-    if action != UNCERTAIN or not precise:
-        return action
-    # Tier 2: monotone bounds, tight when the logits are far apart relative to their radii.
+        work[LOW, j] = running / total - width
+        work[HIGH, j] = running / total + width
+
+
+@jit
+def _tier2(work: np.ndarray) -> None:
+    """Monotone intervals (rows LOW, HIGH) for the cdf entries, tight when the logits are far apart
+    relative to their radii."""
+    scale, top = 0.0, -np.inf
+    for i in range(ACTIONS):
+        c, r = work[_CENTER3, i], work[_RADIUS3, i]
+        scale = max(scale, abs(c) + r)
+        top = max(top, c + r)
+    slack = 2.0**-40 + 2.0**-51 * scale
     for i in range(ACTIONS):
         work[_TERMS, i] = math.exp((work[_CENTER3, i] - work[_RADIUS3, i]) - top)
         work[_TERMS, ACTIONS + i] = math.exp((work[_CENTER3, i] + work[_RADIUS3, i]) - top)
@@ -417,38 +426,33 @@ def cdf_action(work: np.ndarray, u: float, precise: bool) -> int:
             else:
                 above_low += work[_TERMS, i]
                 above_high += work[_TERMS, ACTIONS + i]
-        work[_LOW, j] = below_low / (below_low + above_high) - slack
-        work[_HIGH, j] = below_high / (below_high + above_low) + slack
-    return _decide(work, u)
+        work[LOW, j] = below_low / (below_low + above_high) - slack
+        work[HIGH, j] = below_high / (below_high + above_low) + slack
+
+
+@jit
+def first_pass(rows: np.ndarray, count: int, net: tuple[np.ndarray, ...], work: np.ndarray) -> None:
+    """The cheap pass: cdf intervals (rows LOW, HIGH) for the observation whose live inputs are
+    rows[:count]; a function of those inputs only (so they may be remembered)."""
+    logit_bounds(rows, count, net, work, False)
+    _tier1(work)
+
+
+@jit
+def second_pass(rows: np.ndarray, count: int, u: float, net: tuple[np.ndarray, ...], work: np.ndarray) -> int:
+    """The precise pass, for when the first cannot decide: the action, or UNCERTAIN."""
+    logit_bounds(rows, count, net, work, True)
+    _tier1(work)
+    decided = decide(work, u)
+    if decided == UNCERTAIN:
+        _tier2(work)
+        decided = decide(work, u)
+    return decided
 
 
 @jit_inline
-def action(
-    rows: np.ndarray,
-    count: int,
-    u: float,
-    w1: np.ndarray,
-    a1: np.ndarray,
-    top1: np.ndarray,
-    b1: np.ndarray,
-    w2: np.ndarray,
-    a2: np.ndarray,
-    s2: np.ndarray,
-    b2: np.ndarray,
-    w3: np.ndarray,
-    a3: np.ndarray,
-    s3: np.ndarray,
-    b3: np.ndarray,
-    table: np.ndarray,
-    work: np.ndarray,
-) -> int:
-    """The reference's action for the observation whose live inputs are rows[:count], or UNCERTAIN.
-
-    A cheap pass first; the precise one only when the cheap one cannot decide.
-    """
-    logit_bounds(rows, count, w1, a1, top1, b1, w2, a2, s2, b2, w3, a3, s3, b3, table, work, False)
-    decided = cdf_action(work, u, False)
-    if decided == UNCERTAIN:
-        logit_bounds(rows, count, w1, a1, top1, b1, w2, a2, s2, b2, w3, a3, s3, b3, table, work, True)
-        decided = cdf_action(work, u, True)
-    return decided
+def action(rows: np.ndarray, count: int, u: float, net: tuple[np.ndarray, ...], work: np.ndarray) -> int:
+    """The reference's action for the observation whose live inputs are rows[:count], or UNCERTAIN."""
+    first_pass(rows, count, net, work)
+    decided = decide(work, u)
+    return decided if decided != UNCERTAIN else second_pass(rows, count, u, net, work)

@@ -19,10 +19,21 @@ import bisect
 import dataclasses
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from envs.weight_edits import asterix, breakout, certified, freeway, games, mt19937, seaquest, space_invaders
+from envs.weight_edits import (
+    asterix,
+    breakout,
+    certified,
+    freeway,
+    games,
+    memo,
+    mt19937,
+    seaquest,
+    space_invaders,
+)
 from envs.weight_edits.certified import Network
 from envs.weight_edits.deadline import Deadline
 from envs.weight_edits.edits import TENSOR_SHAPES
@@ -109,6 +120,27 @@ def _constant_action(cdf: np.ndarray, u: float) -> int:
     return below
 
 
+@jit_inline
+def _policy_action(
+    rows: np.ndarray,
+    count: int,
+    u: float,
+    net: tuple[np.ndarray, ...],
+    work: np.ndarray,
+    memory: tuple[np.ndarray, ...],
+) -> int:
+    """The certified action (or UNCERTAIN), the first pass remembered."""
+    slot, known = memo.find(rows, count, memory)
+    if known:
+        memo.load(slot, memory, work)
+    else:
+        certified.first_pass(rows, count, net, work)
+        if slot != memo.MISS:
+            memo.store(slot, rows, count, memory, work)
+    action = certified.decide(work, u)
+    return action if action != certified.UNCERTAIN else certified.second_pass(rows, count, u, net, work)
+
+
 @dataclasses.dataclass
 class Loop:
     """Everything the compiled loop reads and writes, made once per grade."""
@@ -121,6 +153,7 @@ class Loop:
     rows: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(OBSERVATION_SIZE, dtype=np.int64))
     seen: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(OBSERVATION_SIZE, dtype=np.int64))
     work: np.ndarray = dataclasses.field(default_factory=certified.new_work)
+    memory: tuple[np.ndarray, ...] = dataclasses.field(default_factory=memo.new_memo)
     cursor: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(6, dtype=np.int64))
     request: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(MAX_ACTIVE + 1, dtype=np.int64))
     exchange: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(2))
@@ -132,11 +165,11 @@ class Loop:
         self.cursor[_EPISODE] = self.episodes.start
         self.cursor[_FRESH] = 1
 
-    def arrays(self) -> tuple[np.ndarray, ...]:
+    def arrays(self) -> tuple[Any, ...]:
         """The arrays in the order `_advance` takes them."""
         return (
             self.st, self.env_rng, self.action_rng, self.active, self.rows, self.seen, self.work,
-            self.cursor, self.request, self.exchange, self.results, self.counters,
+            self.memory, self.cursor, self.request, self.exchange, self.results, self.counters,
         )  # fmt: skip
 
 
@@ -154,19 +187,7 @@ def _advance(
     first: int,
     stop: int,
     live: np.ndarray,
-    w1: np.ndarray,
-    a1: np.ndarray,
-    top1: np.ndarray,
-    b1: np.ndarray,
-    w2: np.ndarray,
-    a2: np.ndarray,
-    s2: np.ndarray,
-    b2: np.ndarray,
-    w3: np.ndarray,
-    a3: np.ndarray,
-    s3: np.ndarray,
-    b3: np.ndarray,
-    table: np.ndarray,
+    net: tuple[np.ndarray, ...],
     constant: np.ndarray,
     st: np.ndarray,
     env_rng: np.ndarray,
@@ -175,6 +196,7 @@ def _advance(
     rows: np.ndarray,
     seen: np.ndarray,
     work: np.ndarray,
+    memory: tuple[np.ndarray, ...],
     cursor: np.ndarray,
     request: np.ndarray,
     exchange: np.ndarray,
@@ -202,9 +224,7 @@ def _advance(
                     cursor[_STAMP] += 1
                     count = _features(game, st, active)
                     found = _live_rows(active, count, live, seen, cursor[_STAMP], rows)
-                    action = certified.action(
-                        rows, found, u, w1, a1, top1, b1, w2, a2, s2, b2, w3, a3, s3, b3, table, work
-                    )
+                    action = _policy_action(rows, found, u, net, work, memory)
                     if profile:
                         counters[POLICY_CYCLES] += cycles() - started
                     if action == certified.UNCERTAIN:
@@ -262,7 +282,7 @@ def run_episodes(
     net = Network.from_weights(policy.weights)
     constant = np.asarray(policy.constant if policy.constant is not None else [], dtype=np.float64)
     loop = Loop(episodes)
-    arguments = (GAME_IDS[game], episodes.start, episodes.stop, net.live, *net.arrays(), constant)
+    arguments = (GAME_IDS[game], episodes.start, episodes.stop, net.live, net.arrays(), constant)
     spent = {DEADLINE: 0.0, FALLBACK: 0.0, ESCAPE: 0.0}
     deadline.check()
     while (event := _ADVANCE(*arguments, *loop.arrays(), profile is not None)) != DONE:
