@@ -12,8 +12,12 @@ All against one farm started with `evalfarm up --workers 2` (once, before timing
    with the inline pool beside it; then from one process as one `Farm.score` batch, as 64
    concurrent batches of 64 from asyncio tasks (`AsyncFarm`), and from 64 threads sharing one
    `Farm`. Goal: 64 concurrent batches within 10% of one batch's throughput.
+4. Celery's task events (what Flower shows; one pair per chunk): 2,000 trivial jobs through a farm
+   whose workers send them (the default) and through one started with
+   `EVALFARM_SEND_TASK_EVENTS=0`, alternating rounds, medians. Goal: within 2%.
 
     .venv/bin/python bench/bench_farm.py [--rounds 3] [--trivial 2000] [--humaneval 4096] [--calls 200]
+        [--only latency,overhead,humaneval,concurrent,events]
 """
 
 from __future__ import annotations
@@ -63,10 +67,15 @@ def timed_score(jobs: Path, out: Path, *where: str) -> tuple[float, dict[str, in
 class RunningFarm:
     """`evalfarm up --workers 2` in the background, stopped with SIGTERM as a user would."""
 
-    def __init__(self) -> None:
+    def __init__(self, **environment: str) -> None:
         command = [sys.executable, "-m", "workers.cli", "up", "--workers", str(WORKERS)]
         self.proc = subprocess.Popen(
-            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            command,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, **environment},
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -219,6 +228,36 @@ def concurrent_batches(farm: RunningFarm, n_jobs: int, batches: int = 64) -> Non
         print(f"  {label}:  {rate} ({ratio:.2f} of one batch's; {verdict} >= 0.90)")
 
 
+def task_events(workdir: Path, n_jobs: int, rounds: int) -> None:
+    """Trivial programs through a farm sending Celery's task events and one that does not."""
+    jobs = write_jobs(workdir / "events.jsonl", program_jobs(n_jobs, prefix="events"))
+    farms = {"events on ": RunningFarm(), "events off": RunningFarm(EVALFARM_SEND_TASK_EVENTS="0")}
+    try:
+        seconds: dict[str, list[float]] = {label: [] for label in farms}
+        for farm in farms.values():  # warm each farm once
+            timed_score(jobs, workdir / "events-warm.jsonl", "--broker", farm.url)
+        for _ in range(rounds):
+            for label, farm in farms.items():
+                elapsed, counts = timed_score(jobs, workdir / "events-out.jsonl", "--broker", farm.url)
+                assert counts == {"ok": n_jobs}, counts
+                seconds[label].append(elapsed)
+    finally:
+        for farm in farms.values():
+            farm.stop()
+    medians = {label: statistics.median(values) for label, values in seconds.items()}
+    print(f"{n_jobs} trivial program jobs, task events on and off, median of {rounds} alternating rounds:")
+    for label, median in medians.items():
+        rounds_s = [round(value, 2) for value in seconds[label]]
+        print(f"  {label}: {median:6.2f} s  {n_jobs / median:7.0f} jobs/s  rounds {rounds_s}")
+    cost = medians["events on "] / medians["events off"] - 1.0
+    print(
+        f"  cost of the events: {cost * 100:+.1f}% ({'meets' if cost <= 0.02 else 'MISSES'} the goal <= 2%)"
+    )
+
+
+SECTIONS = ("latency", "overhead", "humaneval", "concurrent", "events")
+
+
 def main() -> int:
     """Run the benchmarks against one farm."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -226,17 +265,28 @@ def main() -> int:
     parser.add_argument("--trivial", type=int, default=2000)
     parser.add_argument("--humaneval", type=int, default=4096)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--only", default=",".join(SECTIONS), help="the sections to run, comma-separated")
     args = parser.parse_args()
+    only = set(args.only.split(","))
+    if unknown := only - set(SECTIONS):
+        parser.error(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     print(f"machine: {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
-    farm = RunningFarm()
-    try:
-        with tempfile.TemporaryDirectory(prefix="evalfarm-bench-") as tmp:
-            single_job_latency(farm, args.calls)
-            overhead(farm, Path(tmp), args.trivial, args.rounds)
-            grpo_batch(farm, Path(tmp), args.humaneval)
-            concurrent_batches(farm, args.humaneval)
-    finally:
-        farm.stop()
+    with tempfile.TemporaryDirectory(prefix="evalfarm-bench-") as tmp:
+        if only & {"latency", "overhead", "humaneval", "concurrent"}:
+            farm = RunningFarm()
+            try:
+                if "latency" in only:
+                    single_job_latency(farm, args.calls)
+                if "overhead" in only:
+                    overhead(farm, Path(tmp), args.trivial, args.rounds)
+                if "humaneval" in only:
+                    grpo_batch(farm, Path(tmp), args.humaneval)
+                if "concurrent" in only:
+                    concurrent_batches(farm, args.humaneval)
+            finally:
+                farm.stop()
+        if "events" in only:
+            task_events(Path(tmp), args.trivial, args.rounds)
     return 0
 
 

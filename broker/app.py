@@ -88,6 +88,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # longer than Celery's 4 s, and a child killed for it would be replaced in a loop.
         "worker_proc_alive_timeout": 60.0,
         "worker_send_task_events": settings.send_task_events,
+        # Task events published in a few messages a second, not one per event (workers/events.py).
+        "worker_consumer": "workers.events:Consumer",
         "worker_enable_remote_control": True,
         "task_send_sent_event": False,
     }
