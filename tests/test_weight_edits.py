@@ -56,7 +56,7 @@ def job(case: dict[str, Any], **fields: Any) -> dict[str, Any]:
     }
 
 
-def test_golden_corpus_covers_the_issue() -> None:
+def test_golden_corpus_covers_every_game_and_parse_error() -> None:
     games = {case["game"] for case in CASES.values()}
     errors = {case["metadata"]["error"] for case in CASES.values() if "error" in case["metadata"]}
     assert len(CASES) >= 30 and len(games) == 5
