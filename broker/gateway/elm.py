@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from broker.gateway.app import Gateway, RequestError, read_json, route
+from broker.gateway.app import Gateway, RequestError, read_body, route
 from broker.result import Result
 
 _MAX_TIMEOUT_S = 600.0
@@ -82,12 +82,7 @@ def _job(index: int, code: str, kind: str, parsed: ElmRequest) -> dict[str, Any]
 
 
 async def _parse(request: Request, gateway: Gateway) -> ElmRequest:
-    body = await read_json(request, gateway.settings.gateway_max_body_bytes)
-    try:
-        return ElmRequest.model_validate(body)
-    except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        raise RequestError(400, f"{'.'.join(map(str, first['loc'])) or 'body'}: {first['msg']}") from None
+    return await read_body(request, gateway.settings.gateway_max_body_bytes, ElmRequest)
 
 
 def _handler(kind: Literal["walker", "image", "value"], route_path: str) -> Any:

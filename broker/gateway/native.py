@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from broker.gateway.app import Gateway, RequestError, json_error, read_json, route
+from broker.gateway.app import Gateway, json_error, read_body, route
 from broker.gateway.batcher import results_as_completed
 
 NDJSON = "application/x-ndjson"
@@ -35,12 +35,7 @@ class ScoreRequest(BaseModel):
 
 async def score(request: Request, gateway: Gateway) -> Response:
     """Score the jobs of the body; the results in order, or streamed as NDJSON."""
-    body = await read_json(request, gateway.settings.gateway_max_body_bytes)
-    try:
-        parsed = ScoreRequest.model_validate(body)
-    except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        raise RequestError(400, f"{'.'.join(map(str, first['loc'])) or 'body'}: {first['msg']}") from None
+    parsed = await read_body(request, gateway.settings.gateway_max_body_bytes, ScoreRequest)
     deadline_s = min(
         parsed.deadline_s or gateway.settings.gateway_deadline_s, gateway.settings.gateway_deadline_s
     )

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from broker.completions import TemplateError, completion_of, job_from_template
-from broker.gateway.app import Gateway, RequestError, json_error, read_json, route
+from broker.gateway.app import Gateway, RequestError, json_error, read_body, route
 from broker.result import Result
 
 
@@ -47,12 +47,7 @@ def extra_logs(results: list[Result]) -> dict[str, list[float]]:
 
 async def get_reward(request: Request, gateway: Gateway) -> Response:
     """Score each query's answer against its label; the rewards, or 503 if the farm failed."""
-    body = await read_json(request, gateway.settings.gateway_max_body_bytes)
-    try:
-        parsed = RewardRequest.model_validate(body)
-    except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        raise RequestError(400, f"{'.'.join(map(str, first['loc'])) or 'body'}: {first['msg']}") from None
+    parsed = await read_body(request, gateway.settings.gateway_max_body_bytes, RewardRequest)
     if not len(parsed.query) == len(parsed.prompts) == len(parsed.labels):
         raise RequestError(400, "query, prompts and labels must have the same length")
     gateway.check_count(len(parsed.query), "queries")
