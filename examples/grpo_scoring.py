@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
 import random
 import statistics
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from broker.rewards import make_trl_reward
 from workers.demo_jobs import load_humaneval
+from workers.embedded import broker_or_embedded
 
 # CodeContests-style problems: statement, hidden tests, and a correct program for each.
 PROBLEMS = [
@@ -145,22 +144,10 @@ def advantages(rewards: list[float | None]) -> list[float]:
     return [0.0 if r is None or std == 0 else (r - mean) / (std + 1e-4) for r in rewards]
 
 
-@contextlib.contextmanager
-def farm_at(broker: str | None, workers: int) -> Iterator[str]:
-    """The broker URL: the one given, or an embedded farm's (started here, stopped after)."""
-    if broker:
-        yield broker
-        return
-    from workers.embedded import EmbeddedFarm
-
-    with EmbeddedFarm(workers=workers) as embedded:
-        yield embedded.broker_url
-
-
 def run(broker: str | None, steps: int, prompts: int, group: int, workers: int) -> dict[str, Any]:
     """Score `steps` steps; print each group's rewards and advantages; return the totals."""
     totals = {"completions": 0, "masked": 0, "runs": 0, "seconds": 0.0}
-    with farm_at(broker, workers) as url:
+    with broker_or_embedded(broker, workers) as url:
         # Async reward functions, awaited together as TRL awaits them; a quick time limit for the
         # programs that never stop.
         reward_funcs = [

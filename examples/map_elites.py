@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import json
 import math
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from ribs.archives import GridArchive
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from broker.client import Farm
+from workers.embedded import broker_or_embedded
 
 # genome: legs, brace, body width, body height, leg length, leg spread, amplitude, phase step
 LOW = np.array([1, 0, 2.0, 2.0, 1.0, 0.0, 0.0, 0.0])
@@ -93,18 +92,6 @@ def behaviour(walker: dict[str, Any]) -> tuple[list[float], float]:
     return [max(xs) - min(xs), max(ys) - min(ys)], active / total if total else 0.0
 
 
-@contextlib.contextmanager
-def farm_at(broker: str | None, workers: int) -> Iterator[str]:
-    """The broker URL: the one given, or an embedded farm's (started here, stopped after)."""
-    if broker:
-        yield broker
-        return
-    from workers.embedded import EmbeddedFarm
-
-    with EmbeddedFarm(workers=workers) as embedded:
-        yield embedded.broker_url
-
-
 def run(
     broker: str | None, generations: int, batch: int, workers: int, seed: int, plot: str | None
 ) -> dict[str, Any]:
@@ -112,7 +99,7 @@ def run(
     rng = np.random.default_rng(seed)
     archive = GridArchive(solution_dim=len(LOW), dims=[12, 12], ranges=MEASURE_RANGES, seed=seed)
     failures: collections.Counter[str] = collections.Counter()
-    with farm_at(broker, workers) as url, Farm(url, progress=False) as farm:
+    with broker_or_embedded(broker, workers) as url, Farm(url, progress=False) as farm:
         for generation in range(generations):
             started = time.perf_counter()
             if archive.empty:

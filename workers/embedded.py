@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -328,3 +328,13 @@ class EmbeddedFarm:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def broker_or_embedded(broker: str | None, workers: int = 2) -> Iterator[str]:
+    """The broker URL: `broker` when given, else an embedded farm's (started here, stopped after)."""
+    if broker:
+        yield broker
+        return
+    with EmbeddedFarm(workers=workers) as embedded:
+        yield embedded.broker_url
