@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from farm_support import wait_until
 
 from broker.client import Farm
 from broker.keys import NODE_KEY_PREFIX, held_key
@@ -278,16 +279,6 @@ def kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def wait_until(condition: Callable[[], Any], timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    return None
-
-
 # -- the scenarios --------------------------------------------------------------------------------
 
 
@@ -337,22 +328,22 @@ def kill_pool_process(n_jobs: int) -> Row:
     return _one_node("a pool process", n_jobs, lambda c, node: kill(pool_processes(node)[0]) or "")
 
 
-def kill_base_server(n_jobs: int) -> Row:
-    def fault(c: Cluster, node: WorkerProcess) -> str:
-        busy = wait_until(lambda: [s for s in fork_servers(node, numpy=False) if children(s)], 5)
-        kill((busy or fork_servers(node, numpy=False))[0])
-        return "mid-run" if busy else "idle"
+def _kill_fork_server(name: str, numpy: bool) -> Callable[[int], Row]:
+    """A fork server of a slot killed, mid-run when one is caught running a program."""
 
-    return _one_node("the base fork server", n_jobs, fault)
+    def scenario(n_jobs: int) -> Row:
+        def fault(c: Cluster, node: WorkerProcess) -> str:
+            busy = wait_until(lambda: [s for s in fork_servers(node, numpy=numpy) if children(s)], 5)
+            kill((busy or fork_servers(node, numpy=numpy))[0])
+            return "mid-run" if busy else "idle"
+
+        return _one_node(name, n_jobs, fault)
+
+    return scenario
 
 
-def kill_numpy_server(n_jobs: int) -> Row:
-    def fault(c: Cluster, node: WorkerProcess) -> str:
-        busy = wait_until(lambda: [s for s in fork_servers(node, numpy=True) if children(s)], 5)
-        kill((busy or fork_servers(node, numpy=True))[0])
-        return "mid-run" if busy else "idle"
-
-    return _one_node("the numpy fork server", n_jobs, fault)
+kill_base_server = _kill_fork_server("the base fork server", numpy=False)
+kill_numpy_server = _kill_fork_server("the numpy fork server", numpy=True)
 
 
 def kill_running_program(n_jobs: int) -> Row:

@@ -107,6 +107,17 @@ def _advertised(url: str, name: str) -> bool:
         client.close()
 
 
+def wait_until(condition: Callable[[], Any], timeout_s: float, poll_s: float = 0.01) -> Any:
+    """Poll `condition` until it gives a true value, and return that; its last value after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(poll_s)
+    return condition()
+
+
 def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
     """Poll `condition` until true; fail the test after `timeout_s`."""
     deadline = time.monotonic() + timeout_s

@@ -22,7 +22,7 @@ import farm_support
 import pytest
 import requests
 from celery.events.receiver import EventReceiver
-from farm_support import ROOT, Workers, client_settings, worker_env
+from farm_support import ROOT, Workers, client_settings, wait_until, worker_env
 
 from broker.app import make_app
 from broker.client import Farm
@@ -67,26 +67,18 @@ def farm_with_flower(request: Any) -> Iterator[tuple[str, str]]:
             up.wait(60)
 
 
-def wait_until(condition: Any, timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.5)
-    return condition()
-
-
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (Debian: apt-get install chromium)")
 def test_flower_shows_the_node_and_its_chunks_in_a_browser(farm_with_flower: tuple[str, str]) -> None:
     broker, flower = farm_with_flower
     with Farm(settings=client_settings(broker), progress=False) as farm:
         results = farm.score([{"id": f"f{i}", "env": "program", "code": f"print({i})"} for i in range(12)])
     assert [r["status"] for r in results] == ["ok"] * 12
-    nodes = wait_until(lambda: (page := rendered(f"{flower}/workers")) and "evalfarm-" in page and page, 60)
+    nodes = wait_until(
+        lambda: (page := rendered(f"{flower}/workers")) and "evalfarm-" in page and page, 60, 0.5
+    )
     assert "evalfarm-" in nodes and "Online" in nodes  # the node, by its name, and its state
     tasks = wait_until(
-        lambda: (page := rendered(f"{flower}/tasks")) and "evalfarm.score_chunk" in page and page, 60
+        lambda: (page := rendered(f"{flower}/tasks")) and "evalfarm.score_chunk" in page and page, 60, 0.5
     )
     assert "evalfarm.score_chunk" in tasks and "SUCCESS" in tasks
 
@@ -94,7 +86,7 @@ def test_flower_shows_the_node_and_its_chunks_in_a_browser(farm_with_flower: tup
 @pytest.mark.parametrize("farm_with_flower", [{"EVALFARM_FLOWER_AUTH": "operator:s3cret"}], indirect=True)
 def test_flower_asks_for_its_basic_auth(farm_with_flower: tuple[str, str]) -> None:
     _, flower = farm_with_flower
-    wait_until(lambda: requests.get(f"{flower}/healthcheck", timeout=5).status_code == 200, 30)
+    wait_until(lambda: requests.get(f"{flower}/healthcheck", timeout=5).status_code == 200, 30, 0.5)
     assert requests.get(f"{flower}/workers", timeout=10).status_code == 401
     assert requests.get(f"{flower}/workers", auth=("operator", "s3cret"), timeout=10).status_code == 200
 
@@ -128,9 +120,7 @@ def test_every_chunk_reaches_a_monitor_in_few_messages(workers: Workers) -> None
         with Farm(settings=client_settings(workers.url), progress=False) as farm:
             results = farm.score(jobs)
         assert [r["status"] for r in results] == ["ok"] * len(jobs)
-        wait_until(
-            lambda: of_type("task-received") and of_type("task-received") <= of_type("task-succeeded"), 30
-        )
+        wait_until(lambda: (seen := of_type("task-received")) and seen <= of_type("task-succeeded"), 30, 0.5)
         receiver.should_stop = True
         listening.join(10)
     assert {e["name"] for e in events if e["type"] == "task-received"} == {"evalfarm.score_chunk"}
