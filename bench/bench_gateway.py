@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
 import requests  # noqa: E402
+from _up import RunningUp  # noqa: E402
 
 from broker import Farm  # noqa: E402
 from workers.demo_jobs import humaneval_jobs  # noqa: E402
@@ -39,36 +38,12 @@ GOAL_LATENCY_MS = 5.0
 GOAL_RATIO = 0.80
 
 
-class RunningFarm:
-    """`evalfarm up --workers 2 --http PORT`, stopped with SIGTERM."""
-
-    def __init__(self) -> None:
-        port = free_port()
-        command = [sys.executable, "-m", "workers.cli", "up", "--workers", "2", "--http", str(port)]
-        self.proc = subprocess.Popen(
-            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        assert self.proc.stdout is not None
-        lines = [self.proc.stdout.readline() for _ in range(3)]
-        if not lines[2].startswith("http:"):
-            self.stop()
-            raise SystemExit(f"evalfarm up did not start: {lines!r}")
-        self.broker, self.url = lines[0].split()[1], lines[2].split()[1]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(120)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
 def percentiles(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
     return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def single_requests(farm: RunningFarm, calls: int) -> None:
+def single_requests(farm: RunningUp, calls: int) -> None:
     """One job at a time: the gateway's round trip, and the in-process client's, minus the run."""
     job = {"env": "program", "code": "print(1)"}
     session = requests.Session()
@@ -76,7 +51,7 @@ def single_requests(farm: RunningFarm, calls: int) -> None:
     def native(i: int) -> tuple[float, float]:
         started = time.perf_counter()
         result = session.post(
-            f"{farm.url}/v1/score", json={"jobs": [{"id": f"n{i}", **job}]}, timeout=60
+            f"{farm.http}/v1/score", json={"jobs": [{"id": f"n{i}", **job}]}, timeout=60
         ).json()
         return time.perf_counter() - started, result["results"][0]["run_s"]
 
@@ -84,7 +59,7 @@ def single_requests(farm: RunningFarm, calls: int) -> None:
         body = {"code": "print(1)", "language": "python", "compile_timeout": 10, "run_timeout": 10,
                 "memory_limit_MB": 1024, "stdin": None, "files": {}, "fetch_files": []}  # fmt: skip
         started = time.perf_counter()
-        reply = requests.post(f"{farm.url}/run_code", json=body, timeout=30).json()  # as verl: no session
+        reply = requests.post(f"{farm.http}/run_code", json=body, timeout=30).json()  # as verl: no session
         return time.perf_counter() - started, reply["run_result"]["execution_time"]
 
     with Farm(farm.broker, progress=False) as client:
@@ -126,7 +101,7 @@ async def _http_clients(url: str, jobs: list[dict[str, Any]], clients: int) -> t
         return time.perf_counter() - started, statuses
 
 
-def throughput(farm: RunningFarm, n_jobs: int, clients: int) -> None:
+def throughput(farm: RunningUp, n_jobs: int, clients: int) -> None:
     """The same HumanEval jobs: one batch in process, then single-job requests from many clients."""
     jobs = humaneval_jobs(count=n_jobs, prefix="gw")
     if not jobs:
@@ -137,7 +112,7 @@ def throughput(farm: RunningFarm, n_jobs: int, clients: int) -> None:
         started = time.perf_counter()
         batch = client.score(jobs)
         batch_s = time.perf_counter() - started
-    gateway_s, statuses = asyncio.run(_http_clients(farm.url, jobs, clients))
+    gateway_s, statuses = asyncio.run(_http_clients(farm.http, jobs, clients))
     same = statuses == [r["status"] for r in batch]
     ratio = batch_s / gateway_s
     print(f"{len(jobs)} HumanEval jobs:")
@@ -149,7 +124,7 @@ def throughput(farm: RunningFarm, n_jobs: int, clients: int) -> None:
     verdict = "meets" if ratio >= GOAL_RATIO else "MISSES"
     goal = f"{verdict} the goal >= {GOAL_RATIO:.2f}"
     print(f"  gateway / batch throughput: {ratio:.2f} ({goal}); same statuses: {same}")
-    text = requests.get(f"{farm.url}/metrics", timeout=10).text
+    text = requests.get(f"{farm.http}/metrics", timeout=10).text
     batches = next(
         (
             float(line.split()[-1])
@@ -168,7 +143,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=64)
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
-    farm = RunningFarm()
+    farm = RunningUp("--http", str(free_port()))
     try:
         single_requests(farm, args.calls)
         throughput(farm, args.jobs, args.clients)

@@ -15,9 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import time
 import urllib.request
@@ -26,6 +24,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _up import RunningUp  # noqa: E402
 
 from broker.client import Farm  # noqa: E402
 from broker.rewards import make_trl_reward  # noqa: E402
@@ -78,14 +78,8 @@ def main() -> int:
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs; {args.prompts} prompts x {args.group} completions, "
           f"~{DUPLICATE_SHARE:.0%} of each group repeated")  # fmt: skip
-    port = free_port()
-    env = {**os.environ, "EVALFARM_METRICS_PORT": str(port)}
-    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "2"]
-    up = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
-    assert up.stdout is not None
-    broker, metrics = up.stdout.readline().split()[1], up.stdout.readline().split()[1]
+    up = RunningUp(EVALFARM_METRICS_PORT=str(free_port()))
+    broker, metrics = up.broker, up.metrics
     try:
         prompts, completions, columns = step(args.prompts, args.group, seed=0)
         distinct = len(set(zip(prompts, completions, columns["test"], columns["entry_point"], strict=True)))
@@ -122,8 +116,7 @@ def main() -> int:
         for client in clients.values():
             client.close()
     finally:
-        up.send_signal(signal.SIGTERM)
-        up.wait(120)
+        up.stop()
     return 0
 
 
