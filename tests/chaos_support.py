@@ -171,11 +171,14 @@ def cluster() -> Iterator[Cluster]:
 
 # -- finding the farm's processes -----------------------------------------------------------------
 
+# What reading /proc/PID/... raises when the process has just gone: ENOENT, or ESRCH mid-read.
+GONE = (FileNotFoundError, ProcessLookupError)
+
 
 def children(pid: int) -> list[int]:
     try:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except FileNotFoundError:
+    except GONE:
         return []
 
 
@@ -191,7 +194,7 @@ def fork_servers(node: WorkerProcess, numpy: bool) -> list[int]:
         for pid in children(pool_pid):
             try:
                 command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except FileNotFoundError:
+            except GONE:
                 continue
             if b"sandbox._server" in command and (b'"numpy"' in command) == numpy:
                 found.append(pid)
@@ -209,7 +212,7 @@ def running_programs(node: WorkerProcess, older_than_s: float = 0.0) -> list[int
     for pid in runs:
         try:
             started = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
-        except (FileNotFoundError, IndexError, ValueError):
+        except (*GONE, IndexError, ValueError):
             continue
         if boot - started >= older_than_s:
             old.append(pid)
@@ -219,7 +222,7 @@ def running_programs(node: WorkerProcess, older_than_s: float = 0.0) -> list[int
 def _parent(pid: int) -> int:
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+    except (*GONE, IndexError, ValueError):
         return 0
 
 
@@ -247,7 +250,7 @@ def sandboxed_runs(older_than_s: float, root: int | None = None) -> list[int]:
                 continue
             if b"sandbox._server" in Path(f"/proc/{parent}/cmdline").read_bytes():
                 runs.append(int(entry.name))
-        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        except (*GONE, IndexError, ValueError):
             continue
     return [pid for pid in runs if root is None or descends_from(pid, root)]
 
