@@ -1,9 +1,11 @@
 """The `call` env (ELM / MAP-Elites): run code, call one of its functions, return the value as JSON.
 
-The sandbox execs `code`, calls `func_name(*args, **kwargs)` and serialises the return value to JSON
-inside the sandbox (numpy arrays as nested lists, numpy scalars as numbers, tuples as lists), capped
-at `max_value_bytes`. Only that JSON text crosses the boundary, never a pickle. A value that cannot be
-serialised is a runtime_error saying so; an oversized one an output_limit. `reward` is always null.
+The sandbox execs `code`, calls `func_name(*args, **kwargs)`, and the return value crosses out of the
+sandbox as data (`sandbox.values`, capped at `max_value_bytes`): never a pickle, never an object of
+the program's. The worker decodes it into JSON as `json.dumps` would have written the value (numpy
+arrays as nested lists, numpy scalars as numbers, tuples as lists). A value JSON cannot hold (a set,
+bytes, an object), a raise, or bytes that are not an encoding are a runtime_error saying so; an
+oversized value an output_limit. `reward` is always null.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pydantic import Field, JsonValue, field_validator
 
 from envs.base import Context, Env
 from envs.validation import JobModel, validate_job
+from sandbox.bridge import parse_reply
 from sandbox.limits import Limits
 from sandbox.status import Status
 
@@ -49,7 +52,7 @@ class CallEnv(Env):
     """Returns what the untrusted code's function returned, as JSON in `result`."""
 
     id = "call"
-    version = "1"
+    version = "2"  # 2: the value crosses as data and is decoded outside the sandbox
     default_limits = Limits(wall_s=10.0, cpu_s=5.0, memory_mb=1024)
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
@@ -60,14 +63,16 @@ class CallEnv(Env):
         spec = CallSpec(request.func_name, list(request.args), dict(request.kwargs), request.max_value_bytes)
         run = ctx.sandbox.run(request.code, limits=limits, call=spec)
         fields = {"result": None, **run.to_fields()}
-        if run.status is not Status.OK:
-            return {
-                "status": run.status.value,
-                "reward": None,
-                "error": run.error or run.status.value,
-                **fields,
-            }
-        if run.value is None:
-            raise RuntimeError("the sandbox reported ok for a call run but returned no value")
-        fields["result"] = json.loads(run.value)
-        return {"status": Status.OK.value, "reward": None, "error": None, **fields}
+        status, error = run.status, run.error or run.status.value
+        if status is Status.OK:
+            reply = parse_reply(run.reply, json_compatible=True)
+            if reply.returned:
+                return {
+                    "status": Status.OK.value,
+                    "reward": None,
+                    "error": None,
+                    **fields,
+                    "result": reply.value,
+                }
+            status, error = Status.RUNTIME_ERROR, reply.error
+        return {"status": status.value, "reward": None, "error": error, **fields}

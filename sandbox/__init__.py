@@ -11,13 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sandbox.client import CallSpec, Sandbox, SandboxConfig, SandboxError
+    from sandbox.client import CallSpec, JudgeSpec, Sandbox, SandboxConfig, SandboxError
     from sandbox.limits import MAX_LIMITS, Limits
     from sandbox.result import RunResult
     from sandbox.status import PRECEDENCE, Status, worst
 
 _HOMES = {
     "CallSpec": "client",
+    "JudgeSpec": "client",
     "Sandbox": "client",
     "SandboxConfig": "client",
     "SandboxError": "client",
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_LIMITS",
     "PRECEDENCE",
     "CallSpec",
+    "JudgeSpec",
     "Limits",
     "RunResult",
     "Sandbox",

@@ -3,9 +3,8 @@ evicted past a count or a size.
 
 A test of a native job runs its binary straight from the memfd (`execveat` on the descriptor, which
 the run inherits and closes as it starts), so the tests of a job, and a program scored again,
-compile once. The server writes each memfd itself: its pages are the worker's memory, not charged
-to the cgroup that caps a run. Seals make a binary immutable once stored: no run, however hostile,
-can change what the next one executes.
+compile once. The compile run writes the memfd (the server never reads it); seals make it immutable
+once stored: no run, however hostile, can change what the next one executes.
 """
 
 from __future__ import annotations
@@ -38,30 +37,42 @@ class Binaries:
         self._entries.move_to_end(key)
         return entry[0]
 
-    def put(self, key: str, binary: bytes) -> int:
-        """Store `binary` under `key` (evicting what no longer fits); its descriptor."""
-        fd = _sealed_memfd(binary)
-        self._entries[key] = (fd, len(binary))
-        self._bytes += len(binary)
+    def put(self, key: str, fd: int, size: int) -> None:
+        """Keep the sealed memfd `fd` (of `size` bytes) under `key`, evicting what no longer fits."""
+        self._entries[key] = (fd, size)
+        self._bytes += size
         while len(self._entries) > 1 and (
             len(self._entries) > self.max_entries or self._bytes > self.max_bytes
         ):
-            _, (old_fd, size) = self._entries.popitem(last=False)
+            _, (old_fd, old_size) = self._entries.popitem(last=False)
             os.close(old_fd)
-            self._bytes -= size
-        return fd
+            self._bytes -= old_size
 
 
-def _sealed_memfd(binary: bytes) -> int:
+def new_memfd() -> int:
+    """An empty memfd (executable, sealable): where a compile writes its binary."""
     flags = os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
     try:
-        fd = os.memfd_create("evalfarm-program", flags | _MFD_EXEC)
+        return os.memfd_create("evalfarm-program", flags | _MFD_EXEC)
     except OSError:  # a kernel before 6.3 knows no MFD_EXEC: its memfds are executable anyway
-        fd = os.memfd_create("evalfarm-program", flags)
+        return os.memfd_create("evalfarm-program", flags)
+
+
+def keep(written: int, size: int) -> int:
+    """A sealed copy of the `size` bytes of the memfd `written`; its descriptor.
+
+    The copy is the kernel's (this process never reads the binary) and its pages are this
+    process's: the compile's memfd is charged to the slot's cgroup, which caps each run, and a
+    cache of binaries there would eat into every later run's memory.
+    """
+    fd = new_memfd()
     try:
-        view = memoryview(binary)
-        while view:
-            view = view[os.write(fd, view) :]
+        copied = 0
+        while copied < size:
+            moved = os.copy_file_range(written, fd, size - copied, copied, copied)
+            if moved == 0:
+                raise OSError(f"the binary ended after {copied} of {size} bytes")
+            copied += moved
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
     except OSError:
         os.close(fd)

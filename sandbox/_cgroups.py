@@ -1,9 +1,12 @@
-"""Memory and pids cgroups for one slot's runs, where a writable hierarchy exists (v1 or v2).
+"""Memory, pids and CPU-accounting cgroups for one slot's runs, where a writable hierarchy exists
+(v1 or v2).
 
 RLIMIT_AS caps each process, not a run: a program may fork `processes` children each using the
 full cap. The slot's memory cgroup caps the whole run, its pids cgroup counts threads too, and the
-kernel's OOM kills inside it tell a memory verdict apart from a crash. The fork server keeps file
-descriptors on the control files, so they still work after it pivots into its skeleton root.
+kernel's OOM kills inside it tell a memory verdict apart from a crash. RLIMIT_CPU is per process
+too: the CPU time the cgroup accounts is the whole run's, children included, so a program cannot
+spread its work over processes to pass a CPU limit. The fork server keeps file descriptors on the
+control files, so they still work after it pivots into its skeleton root.
 """
 
 from __future__ import annotations
@@ -16,20 +19,24 @@ _SLACK_MB = 64  # the interpreter's own pages a run dirties on top of the progra
 class SlotCgroups:
     """The cgroup(s) runs of one slot join; one limit write per change, not per run."""
 
-    def __init__(self, version: int, memory_dir: str, pids_dir: str) -> None:
+    def __init__(self, version: int, memory_dir: str, pids_dir: str, cpu_dir: str | None = None) -> None:
         self.version = version
-        self.description = f"v{version} memory+pids ({memory_dir})"
+        accounting = "+cpu" if cpu_dir else ""
+        self.description = f"v{version} memory+pids{accounting} ({memory_dir})"
         names = {1: ("memory.limit_in_bytes", "memory.oom_control"), 2: ("memory.max", "memory.events")}
         limit_name, events_name = names[version]
         self._memory_limit = os.open(f"{memory_dir}/{limit_name}", os.O_WRONLY | os.O_CLOEXEC)
         self._events = os.open(f"{memory_dir}/{events_name}", os.O_RDONLY | os.O_CLOEXEC)
         self._pids_limit = os.open(f"{pids_dir}/pids.max", os.O_WRONLY | os.O_CLOEXEC)
-        dirs = {memory_dir, pids_dir}
+        dirs = {memory_dir, pids_dir, *([cpu_dir] if cpu_dir else [])}
         self.procs_fds = [os.open(f"{d}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in sorted(dirs)]
+        usage = {1: "cpuacct.usage", 2: "cpu.stat"}[version]
+        self._cpu_usage = os.open(f"{cpu_dir}/{usage}", os.O_RDONLY | os.O_CLOEXEC) if cpu_dir else None
         if version == 2:
             _write_if_present(f"{memory_dir}/memory.swap.max", "0")
         self._limits: tuple[int, int] | None = None
         self._oom_kills = 0
+        self._cpu_before = 0
 
     def prepare(self, memory_mb: int, workdir_mb: int, processes: int) -> None:
         """Set the limits for the next run (tmpfs pages count as memory) and note the OOM count."""
@@ -39,6 +46,25 @@ class SlotCgroups:
             os.pwrite(self._pids_limit, str(limits[1]).encode(), 0)
             self._limits = limits
         self._oom_kills = self._read_oom_kills()
+        self._cpu_before = self._read_cpu_ns()
+
+    def cpu_s(self) -> float | None:
+        """CPU seconds the slot's processes used since `prepare` (None: not accounted here)."""
+        if self._cpu_usage is None:
+            return None
+        return (self._read_cpu_ns() - self._cpu_before) / 1e9
+
+    def _read_cpu_ns(self) -> int:
+        if self._cpu_usage is None:
+            return 0
+        text = os.pread(self._cpu_usage, 4096, 0).decode()
+        if self.version == 1:
+            return int(text)
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec":
+                return int(value) * 1000
+        return 0
 
     def oom_killed(self) -> bool:
         """Whether the kernel OOM-killed a process of the slot since `prepare`."""
@@ -61,7 +87,10 @@ def create(name: str) -> tuple[SlotCgroups | None, str]:
         if "memory" in mounts and "pids" in mounts:
             memory_dir = _make(mounts["memory"] + own.get("memory", "/"), name)
             pids_dir = _make(mounts["pids"] + own.get("pids", "/"), name)
-            return SlotCgroups(1, memory_dir, pids_dir), ""
+            cpu_dir = (
+                _make(mounts["cpuacct"] + own.get("cpuacct", "/"), name) if "cpuacct" in mounts else None
+            )
+            return SlotCgroups(1, memory_dir, pids_dir, cpu_dir), ""
         if "unified" in mounts:
             return _create_v2(mounts["unified"], name), ""
     except OSError as error:
@@ -79,7 +108,7 @@ def _create_v2(root: str, name: str) -> SlotCgroups:
     parent = _make(root, "evalfarm")
     _write(f"{parent}/cgroup.subtree_control", "+memory +pids")
     slot = _make(parent, name)
-    return SlotCgroups(2, slot, slot)
+    return SlotCgroups(2, slot, slot, slot)  # cpu.stat's usage is there without the cpu controller
 
 
 def _cgroup_mounts() -> dict[str, str]:
@@ -92,7 +121,7 @@ def _cgroup_mounts() -> dict[str, str]:
                 found.setdefault("unified", mount_point)
             elif fstype == "cgroup":
                 for option in options.split(","):
-                    if option in ("memory", "pids"):
+                    if option in ("memory", "pids", "cpuacct"):
                         found[option] = mount_point
     return found
 

@@ -1,47 +1,54 @@
-"""Framing between a sandbox client and its fork server: a JSON header followed by raw byte blobs.
+"""Messages between a sandbox client and its fork server: a JSON header and the descriptors it names.
 
-Frame: 4-byte big-endian header length, the header as UTF-8 JSON (with "blobs": [lengths]), then
-the blobs back to back. Blobs carry program text, stdin and output untouched, binary included.
+The channel is a SOCK_SEQPACKET socket pair, so a message is one header (small: limits, flags and
+facts, never a job's bytes) with its descriptors attached (the run's memfds and, back, its output's).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
-import struct
 from typing import Any
 
-_HEADER = struct.Struct(">I")
-MAX_HEADER_BYTES = 1 << 20
+MAX_HEADER_BYTES = 64 << 10  # well under a socket's send buffer: one message
+MAX_FDS = 16
 
 
 class ProtocolError(Exception):
-    """The other side closed the channel or sent a malformed frame."""
+    """The other side closed the channel or sent a malformed message."""
 
 
-def send(sock: socket.socket, header: dict[str, Any], *blobs: bytes) -> None:
-    """Send one frame."""
-    header = dict(header, blobs=[len(blob) for blob in blobs])
-    encoded = json.dumps(header).encode()
-    sock.sendall(b"".join([_HEADER.pack(len(encoded)), encoded, *blobs]))
+def channel_pair() -> tuple[socket.socket, socket.socket]:
+    """A connected pair of channels (client's end, server's end)."""
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 
 
-def recv(sock: socket.socket) -> tuple[dict[str, Any], list[bytes]]:
-    """Receive one frame: its header and its blobs."""
-    (length,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
-    if length > MAX_HEADER_BYTES:
-        raise ProtocolError(f"header of {length} bytes is too large")
-    header = json.loads(_recv_exact(sock, length))
-    blobs = [_recv_exact(sock, size) for size in header.pop("blobs", [])]
-    return header, blobs
+def send(sock: socket.socket, header: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
+    """Send one message: `header` and `fds` (the receiver gets copies; ours stay open)."""
+    data = json.dumps(header).encode()
+    if len(data) > MAX_HEADER_BYTES:
+        raise ProtocolError(f"a header of {len(data)} bytes is too large")
+    socket.send_fds(sock, [data], list(fds))
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    chunks = []
-    while size:
-        chunk = sock.recv(min(size, 1 << 20))
-        if not chunk:
-            raise ProtocolError("channel closed")
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
+def recv(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """Receive one message: its header and its descriptors (now the caller's to close)."""
+    data, fds, flags, _ = socket.recv_fds(sock, MAX_HEADER_BYTES, MAX_FDS)
+    if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+        _close(fds)
+        raise ProtocolError("a message larger than the channel allows")
+    if not data:
+        _close(fds)
+        raise ProtocolError("channel closed")
+    try:
+        header = json.loads(data)
+    except ValueError as error:
+        _close(fds)
+        raise ProtocolError(f"a malformed header: {error}") from None
+    return header, fds
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)

@@ -35,13 +35,19 @@ _KEEP_FLAGS = {
 
 
 def build(
-    python_dirs: list[str], keep_host_proc: bool, files: dict[str, str] | None = None
+    python_dirs: list[str],
+    keep_host_proc: bool,
+    files: dict[str, str] | None = None,
+    site_dirs: dict[str, list[str]] | None = None,
 ) -> dict[str, str]:
     """Pivot this process's (already private) mount namespace into a fresh skeleton root; return
     the Python directories runs find elsewhere than at the path given (a directory below COVERED,
     or one given through a symlink), as given -> where.
 
     `files`: host files bound read-only into the skeleton too, as path in the skeleton -> host path.
+    `site_dirs`: installed-package directories (site-packages) -> the entries runs may see there;
+    each is covered, and only those entries bound back: a package that ships data (a dataset with
+    its solutions, a benchmark's tests) is not a program's to read.
     `keep_host_proc`: in a user namespace the kernel lets a run mount a new /proc only while a
     fully visible proc is mounted in its namespace, so the host's is kept at HOST_PROC and each run
     detaches it right after mounting its own.
@@ -64,6 +70,10 @@ def build(
         for top, where in placed.items():
             if _below(real, (top,)) and where + real[len(top) :] != path:
                 moved[path] = where + real[len(top) :]
+    for site, entries in (site_dirs or {}).items():
+        site_in_root = _placed(os.path.realpath(site), placed)
+        if site_in_root is not None and os.path.isdir(root + site_in_root):
+            _cover(root, os.path.realpath(site), site_in_root, entries)
     for target, source in (files or {}).items():
         _bind(root, source, target=target)
     _make_dev(root)
@@ -78,6 +88,27 @@ def build(
     os.chdir("/")
     _linux.mount("none", "/", None, _linux.MS_REMOUNT | _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV)
     return moved
+
+
+def _placed(real: str, placed: dict[str, str]) -> str | None:
+    """Where the skeleton has the real directory `real`, if under one it binds."""
+    for top, where in placed.items():
+        if _below(real, (top,)):
+            return where + real[len(top) :]
+    if _below(real, tuple(d for d in _SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d))):
+        return real
+    return None
+
+
+def _cover(root: str, real: str, where: str, entries: list[str]) -> None:
+    """Hide a directory's entries behind an empty read-only tmpfs, but for `entries`, bound back."""
+    target = root + where
+    _linux.mount("tmpfs", target, "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV, "mode=0755,size=64k")
+    for name in entries:
+        if os.path.lexists(os.path.join(real, name)):
+            _bind(root, os.path.join(real, name), target=os.path.join(where, name))
+    flags = _linux.MS_REMOUNT | _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV
+    _linux.mount("none", target, None, flags)
 
 
 def follow(moved_dirs: dict[str, str]) -> None:

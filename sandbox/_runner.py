@@ -1,9 +1,24 @@
-"""Inside one run: the forked child walls itself in, then executes the program in-process.
+"""Inside one run: the forked child walls itself in, reads its payload, then becomes the program.
 
 The child is PID 1 of a fresh PID namespace, so when it exits the kernel kills every process the
 program left behind (daemons included). Order matters: mounts need privileges, so they come
 first; the uid/capability drop next; Landlock and seccomp after that; RLIMIT_AS last, because a
 small address-space cap can make loading the seccomp filter fail.
+
+What the child says about itself goes on RESULT_FD (a memfd) and only before the program's first
+line runs: a setup failure, a syntax error, then "started", after which the descriptor is closed.
+From then on the process is the program's: nothing it writes is a report (see `sandbox.verdict`).
+
+Descriptors of a run (the server puts them in place; `plan["fds"]` says which exist):
+    0, 1, 2        stdin (a memfd), stdout and stderr (pipes the server drains)
+    3              RESULT_FD: the report
+    4              PAYLOAD_FD: the run's payload (`sandbox._payload`), read and closed before the program
+    5, 6           REQUESTS_FD, REPLIES_FD: calls in and replies out (`sandbox.bridge`)
+    7              FILES_FD: files fetched after the program, or a compile's binary
+
+Modes (`plan["mode"]`): `program` (run it), `call` (run it, then make the one call of its payload),
+`serve` (run it, then answer calls until they end), `judge` (trusted judge code that calls a
+candidate serving on the other end of 5 and 6), `compile` (a compiler on the payload's source).
 """
 
 from __future__ import annotations
@@ -13,12 +28,16 @@ import os
 import resource
 import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
-from sandbox import _landlock, _linux, _rootfs, _seccomp
+from sandbox import _landlock, _linux, _payload, _rootfs, _seccomp
+from sandbox.verdict import SETUP_FAILED_EXIT
 
-RESULT_FD = 3  # the channel back to the fork server: one JSON object describing the outcome
-SETUP_FAILED_EXIT = 120
+RESULT_FD = 3
+PAYLOAD_FD = 4
+REQUESTS_FD = 5
+REPLIES_FD = 6
+FILES_FD = 7
 STACK_BYTES = 8 << 20  # numpy's threads fail to start when the stack cap is as large as memory
 
 # A run's whole environment: nothing of the worker's variables reaches it. The fork server is
@@ -39,21 +58,24 @@ RUN_ENVIRONMENT = {
 FETCH_MAX_BYTES = 8 << 20  # the files a run's result brings back, in all
 
 
-def child_main(
-    plan: dict[str, Any], fds: tuple[int, int, int, int], code: bytes, args: bytes, files: bytes = b""
-) -> None:
-    """Entry point of a freshly forked run; never returns."""
+def child_main(plan: dict[str, Any], fds: dict[int, int]) -> NoReturn:
+    """Entry point of a freshly forked run (`fds`: target descriptor -> the server's); never returns."""
     try:
         _enter(plan, fds)
-        if plan.get("compile"):
-            _compile(plan["compile"], code)
+        header, blobs = _payload.unpack(_payload.read_fd(PAYLOAD_FD))
+        os.close(PAYLOAD_FD)
     except BaseException as error:
         _report({"setup_error": f"{type(error).__name__}: {error}"})
         os._exit(SETUP_FAILED_EXIT)
-    _execute(plan, code, args, files)
+    mode = plan["mode"]
+    if mode == "compile":
+        _compile(header, blobs[0])
+    if mode == "judge":
+        _judge(header, blobs)
+    _program(plan, header, blobs)
 
 
-def _enter(plan: dict[str, Any], fds: tuple[int, int, int, int]) -> None:
+def _enter(plan: dict[str, Any], fds: dict[int, int]) -> None:
     # The parent is outside this PID namespace (getppid() is 0), so a server death in the
     # microseconds before this call cannot be detected here; RLIMIT_CPU still ends such a run.
     _linux.set_pdeathsig(signal.SIGKILL)
@@ -63,13 +85,10 @@ def _enter(plan: dict[str, Any], fds: tuple[int, int, int, int]) -> None:
     os.chdir("/tmp")
     for fd in plan.get("cgroup_fds", []):
         os.write(fd, b"0")
-    for target, fd in enumerate(fds):
-        if plan["uid"] is not None:
+    place_fds(fds, plan["max_fd"])
+    if plan["uid"] is not None:
+        for fd in (0, 1, 2):
             os.fchown(fd, plan["uid"], plan["uid"])  # so the program may reopen /dev/stdin
-        os.dup2(fd, target)
-    if plan.get("compile"):
-        os.set_inheritable(RESULT_FD, False)  # not the compiler's
-    os.closerange(RESULT_FD + 1, plan["max_fd"])
     _drop_privileges(plan)
     _linux.set_pdeathsig(signal.SIGKILL)  # a credential change clears it
     _linux.set_no_new_privs()
@@ -83,6 +102,25 @@ def _enter(plan: dict[str, Any], fds: tuple[int, int, int, int]) -> None:
         _seccomp.install(plan["seccomp_filter"])
     address_space = plan["address_space_bytes"]
     resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+
+def place_fds(fds: dict[int, int], max_fd: int) -> None:
+    """Put each of the server's descriptors at its target number and close every other one.
+
+    Each is first copied above all of them, then into place, so that no move overwrites a
+    descriptor still to be moved.
+    """
+    staging = max(*fds, *fds.values(), 0) + 1
+    items = list(fds.items())
+    for offset, (_, source) in enumerate(items):
+        os.dup2(source, staging + offset)
+    for offset, (target, _) in enumerate(items):
+        os.dup2(staging + offset, target)
+    top = max(fds, default=-1)
+    for fd in range(top):
+        if fd not in fds:
+            os.closerange(fd, fd + 1)  # closed if open
+    os.closerange(top + 1, max_fd)
 
 
 def _mount_run_filesystems(plan: dict[str, Any]) -> None:
@@ -123,11 +161,26 @@ def _set_limits(limits: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
 
 
-def _compile(spec: dict[str, Any], source: bytes) -> None:
-    """Compile `source` with the compiler's command line in `spec`, as a child of this run; report
-    how the compiler ended, then the binary's bytes after the report's line. Never returns."""
+def _report(record: dict[str, Any]) -> None:
+    try:
+        os.write(RESULT_FD, json.dumps(record).encode() + b"\n")
+    except OSError:
+        pass
+
+
+# -- compile mode -----------------------------------------------------------------------------------
+
+
+def _compile(header: dict[str, Any], source: bytes) -> NoReturn:
+    """Compile `source` with the command line in the header as a child of this run; report how the
+    compiler ended and put the binary on FILES_FD. Exits 0 only when a binary was written."""
+    spec = header["compile"]
     with open(spec["source_path"], "wb") as handle:
         handle.write(source)
+    # Not the compiler's: its descriptors, and this process's /proc entries (same uid otherwise).
+    for fd in (RESULT_FD, FILES_FD):
+        os.set_inheritable(fd, False)
+    _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
     argv = spec["argv"]
     try:
         pid = os.posix_spawn(argv[0], argv, os.environ)
@@ -135,77 +188,122 @@ def _compile(spec: dict[str, Any], source: bytes) -> None:
         _report({"setup_error": f"cannot start the compiler {argv[0]}: {error.strerror}"})
         os._exit(SETUP_FAILED_EXIT)
     _, status = os.waitpid(pid, 0)
-    binary = b""
-    if status == 0:
-        try:
-            with open(spec["binary_path"], "rb") as handle:
-                binary = handle.read()
-        except OSError:
-            pass
-    report = {
-        "compiler_exit": os.waitstatus_to_exitcode(status),
-        "binary_bytes": len(binary),
-    }
+    written = _copy_binary(spec["binary_path"]) if status == 0 else 0
+    _report({"started": True, "compiler_exit": os.waitstatus_to_exitcode(status), "binary_bytes": written})
+    os._exit(0 if written else 1)
+
+
+def _copy_binary(path: str) -> int:
+    """The compiled binary into FILES_FD; its size (0 when there is none)."""
     try:
-        os.write(RESULT_FD, json.dumps(report).encode() + b"\n")
+        with open(path, "rb") as handle:
+            binary = handle.read()
         view = memoryview(binary)
         while view:
-            view = view[os.write(RESULT_FD, view) :]
+            view = view[os.write(FILES_FD, view) :]
     except OSError:
-        pass
-    os._exit(0)
+        return 0
+    return len(binary)
 
 
-def _mark_started() -> None:
-    """Tell the server the program's own code starts now: a setup error it reports after this
-    line is not believed (see `_server._parse_outcome`)."""
-    os.write(RESULT_FD, b'{"started": true}\n')
+# -- judge mode -------------------------------------------------------------------------------------
 
 
-def _report(outcome: dict[str, Any]) -> None:
+def _judge(header: dict[str, Any], blobs: list[bytes]) -> NoReturn:
+    """Run trusted judge code with a proxy of the candidate serving on the other end of 5 and 6.
+
+    The judge's namespace has `JUDGE_DATA` (bytes), `candidate` (a `sandbox.bridge.Candidate`) and
+    `report(record)`, which writes a record (`{"status", "error"}`) to RESULT_FD, open throughout:
+    no candidate code ever runs in this process.
+    """
+    import builtins
+
+    from sandbox import bridge
+
+    _report({"started": True})
+    code, data = blobs
+    namespace = {
+        "__name__": "__judge__",
+        "__builtins__": builtins,
+        "JUDGE_DATA": data,
+        "candidate": bridge.Candidate(REQUESTS_FD, REPLIES_FD, header["max_reply_bytes"]),
+        "report": _report,
+    }
+    exit_code = 0
     try:
-        os.write(RESULT_FD, b"\n" + json.dumps(outcome).encode())
-    except OSError:
-        pass
+        exec(compile(code, "judge.py", "exec"), namespace)
+    except MemoryError:
+        _report({"status": "memory_limit", "error": "the judge ran out of memory on the program's values"})
+        exit_code = 1
+    except BaseException as error:
+        _report({"status": "judge_error", "error": f"the judge failed: {type(error).__name__}: {error}"})
+        exit_code = 1
+    _exit(exit_code)
 
 
-def _execute(plan: dict[str, Any], code: bytes, args: bytes, files: bytes = b"") -> None:
-    """Compile and run the program as __main__, then report how it ended."""
+# -- program modes ----------------------------------------------------------------------------------
+
+
+def _program(plan: dict[str, Any], header: dict[str, Any], blobs: list[bytes]) -> NoReturn:
+    """Compile the program, report it started, close the report, then run it as __main__."""
     import builtins
     import types
 
+    code = blobs[0]
     try:
         compiled = compile(code, "main.py", "exec")
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as error:
         _print_exception(error, skip_frames=1)
-        _report({"syntax_error": f"{type(error).__name__}: {error}"})
+        _report({"syntax_error": True})
+        _exit(1)
+    try:
+        if header.get("files"):
+            _write_files(json.loads(blobs[-1]))
+    except OSError as error:
+        _report({"input_error": f"the job's files do not fit its working directory: {error.strerror}"})
         _exit(1)
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = builtins
     main.__dict__["__file__"] = "/tmp/main.py"
     sys.modules["__main__"] = main
     sys.argv = ["main.py"]
-    outcome: dict[str, Any] = {"completed": False}
-    exit_code = 0
+    _report({"started": True})
+    os.close(RESULT_FD)  # from here on this process is the program's: it reports nothing
+    exit_code, ran = 0, False
     try:
-        if files:
-            _write_files(json.loads(files))
-        _mark_started()
         exec(compiled, main.__dict__)
-        if plan.get("call"):
-            outcome.update(_call(main.__dict__, plan["call"], args))
-        outcome["completed"] = "value_error" not in outcome
+        ran = True
     except SystemExit as error:
         exit_code = _exit_code(error)
     except BaseException as error:
-        outcome["exception"] = type(error).__name__
         _print_exception(error, skip_frames=1)
         exit_code = 1
+    if ran and plan["mode"] == "call":
+        _answer_once(main.__dict__, blobs[1])
+    elif ran and plan["mode"] == "serve":
+        _serve_forever(main.__dict__, header["max_request_bytes"])
     _finish_threads()
-    if plan.get("fetch"):
-        outcome["files"] = _fetch_files(plan["fetch"])
-    _report(outcome)
+    if header.get("fetch"):
+        _fetch_files(header["fetch"])
     _exit(exit_code)
+
+
+def _answer_once(namespace: dict[str, Any], request: bytes) -> None:
+    from sandbox import bridge
+
+    try:
+        bridge.write_frame(REPLIES_FD, bridge.answer(namespace, request, print_exceptions=True))
+    except OSError:
+        pass
+
+
+def _serve_forever(namespace: dict[str, Any], max_request_bytes: int) -> NoReturn:
+    """Answer the judge's calls; then wait to be ended, as the judge, not the program, ends a run."""
+    from sandbox import bridge
+
+    bridge.serve(namespace, REQUESTS_FD, REPLIES_FD, max_request_bytes)
+    while True:
+        signal.pause()
 
 
 def _write_files(files: dict[str, Any]) -> None:
@@ -219,11 +317,11 @@ def _write_files(files: dict[str, Any]) -> None:
             handle.write(base64.b64decode(content) if content else b"")
 
 
-def _fetch_files(paths: list[str]) -> dict[str, str]:
-    """The requested files that exist under /tmp once the program ended, base64, within a total cap."""
-    import base64
-
-    found: dict[str, str] = {}
+def _fetch_files(paths: list[str]) -> None:
+    """The requested files that exist under /tmp once the program ended, onto FILES_FD as a
+    payload (header `{"paths"}`, one blob each), within a total cap."""
+    found: list[str] = []
+    contents: list[bytes] = []
     budget = FETCH_MAX_BYTES
     for path in paths:
         target = os.path.join("/tmp", path)
@@ -235,31 +333,14 @@ def _fetch_files(paths: list[str]) -> dict[str, str]:
         except OSError:
             continue
         budget -= len(content)
-        found[path] = base64.b64encode(content).decode()
-    return found
-
-
-def _call(namespace: dict[str, Any], spec: dict[str, Any], args: bytes) -> dict[str, Any]:
-    """Call the named function and serialise its value to JSON, inside the sandbox."""
-    function = namespace.get(spec["func_name"])
-    if not callable(function):
-        return {"value_error": f"{spec['func_name']!r} is not defined as a function by the program"}
-    call_args = json.loads(args) if args else {}
-    value = function(*call_args.get("args", []), **call_args.get("kwargs", {}))
+        found.append(path)
+        contents.append(content)
     try:
-        text = json.dumps(value, default=_to_json)
-    except (TypeError, ValueError) as error:
-        return {"value_error": f"the value returned by {spec['func_name']} is not JSON-serialisable: {error}"}
-    if len(text) > spec["max_value_bytes"]:
-        return {"value_too_large": len(text)}
-    return {"value": text}
-
-
-def _to_json(value: Any) -> Any:
-    """numpy arrays as nested lists and numpy scalars as numbers; anything else is refused."""
-    if hasattr(value, "tolist") and type(value).__module__ == "numpy":
-        return value.tolist()
-    raise TypeError(f"object of type {type(value).__name__} is not JSON serializable")
+        data = memoryview(_payload.pack({"paths": found}, *contents))
+        while data:
+            data = data[os.write(FILES_FD, data) :]
+    except OSError:
+        pass
 
 
 def _exit_code(error: SystemExit) -> int:
@@ -274,7 +355,7 @@ def _exit_code(error: SystemExit) -> int:
 
 def install_stdio() -> None:
     """Standard streams on fds 0-2 as a program expects them; the server installs them once and
-    every run inherits them already built, its pipes dup'ed onto those fds."""
+    every run inherits them already built, its own descriptors put at those numbers."""
     import io
 
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
@@ -310,7 +391,7 @@ def _finish_threads() -> None:
         _print_exception(error, skip_frames=0)
 
 
-def _exit(code: int) -> None:
+def _exit(code: int) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -31,7 +31,7 @@ _SYSCALLS = {
         "swapoff": 168, "acct": 163, "userfaultfd": 323, "open_by_handle_at": 304,
         "name_to_handle_at": 303, "pidfd_getfd": 438, "syslog": 103, "personality": 135,
         "quotactl": 179, "iopl": 172, "ioperm": 173, "uselib": 134, "vhangup": 153,
-        "clone": 56, "clone3": 435, "socket": 41,
+        "clone": 56, "clone3": 435, "socket": 41, "prlimit64": 302, "setrlimit": 160,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "bpf": 280,
@@ -43,13 +43,15 @@ _SYSCALLS = {
         "init_module": 105, "finit_module": 273, "delete_module": 106, "reboot": 142, "swapon": 224,
         "swapoff": 225, "acct": 89, "userfaultfd": 282, "open_by_handle_at": 265,
         "name_to_handle_at": 264, "pidfd_getfd": 438, "syslog": 116, "personality": 92,
-        "quotactl": 60, "clone": 220, "clone3": 435, "socket": 198,
+        "quotactl": 60, "clone": 220, "clone3": 435, "socket": 198, "prlimit64": 261, "setrlimit": 164,
     },
 }  # fmt: skip
 
 # Denied outright: debugging other processes, kernel attack surface (bpf, io_uring, keyrings,
-# perf), and anything that changes the sandbox's own walls (mounts, namespaces, root).
-DENIED = tuple(name for name in _SYSCALLS["x86_64"] if name not in {"clone", "clone3", "socket"})
+# perf), and anything that changes the sandbox's own walls (mounts, namespaces, root, limits).
+_FILTERED = {"clone", "clone3", "socket", "prlimit64"}
+DENIED = tuple(name for name in _SYSCALLS["x86_64"] if name not in _FILTERED)
+RLIMIT_AS = 9  # the same number on every architecture Linux has
 
 _LD_W_ABS = 0x20
 _JEQ = 0x15
@@ -62,6 +64,9 @@ _RET_ALLOW = 0x7FFF0000
 _OFF_NR = 0
 _OFF_ARCH = 4
 _OFF_ARG0 = 16  # low 32 bits of args[0] on little-endian machines
+_OFF_ARG1 = 24
+_OFF_ARG2 = 32
+_OFF_ARG2_HIGH = 36
 
 
 def _ret_errno(code: int) -> tuple[str, int]:
@@ -88,8 +93,23 @@ def _program(machine: str) -> list[tuple]:
     targets[table["clone3"]] = "enosys"  # its flags sit behind a pointer: make libc use clone
     targets[table["clone"]] = "clone"
     targets[table["socket"]] = "socket"
+    targets[table["prlimit64"]] = "prlimit"
     _lookup(sorted(targets.items()), prog, "n")
     prog += [
+        # A run's limits are the sandbox's: reading them is fine, changing them is not (a program
+        # that lowered its own RLIMIT_CPU would die of a SIGKILL that looks like one from outside,
+        # turning its failure into the farm's). RLIMIT_AS stays settable, as the run itself sets
+        # it last (and only down: the hard limit holds), which can only make the program fail.
+        ("label", "prlimit"),
+        ("ld", _OFF_ARG2),
+        ("jeq", 0, None, "prlimit_resource"),
+        ("ld", _OFF_ARG2_HIGH),
+        ("jeq", 0, "allow", None),
+        ("label", "prlimit_resource"),
+        ("ld", _OFF_ARG1),
+        ("jeq", RLIMIT_AS, "allow", "eperm"),
+        ("label", "allow"),
+        ("ret", _RET_ALLOW),
         ("label", "clone"),
         ("ld", _OFF_ARG0),
         ("jset", _linux.NAMESPACE_FLAGS, "eperm", None),

@@ -16,13 +16,15 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
-from sandbox import _native, _protocol, languages
+from sandbox import _native, _payload, _protocol, _request, languages
+from sandbox._request import CallSpec, JudgeSpec, Request
 from sandbox._runner import RUN_ENVIRONMENT
 from sandbox.limits import Limits
 from sandbox.result import RunResult
 from sandbox.status import Status
+
+__all__ = ["CallSpec", "JudgeSpec", "Sandbox", "SandboxConfig", "SandboxError"]
 
 log = logging.getLogger("evalfarm.sandbox")
 
@@ -48,16 +50,6 @@ class SandboxError(Exception):
 
 
 @dataclasses.dataclass(frozen=True)
-class CallSpec:
-    """Call `func_name(*args, **kwargs)` after the program ran; its value comes back as JSON."""
-
-    func_name: str
-    args: list[Any] = dataclasses.field(default_factory=list)
-    kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
-    max_value_bytes: int = 1 << 20
-
-
-@dataclasses.dataclass(frozen=True)
 class SandboxConfig:
     """How slots are set up on this machine."""
 
@@ -69,6 +61,9 @@ class SandboxConfig:
     # Directories put first on the servers' import path: where modules preloaded for programs, beyond
     # the stdlib and site-packages, are found (they are imported before the server walls itself in).
     import_paths: tuple[str, ...] = ()
+    # Installed packages (top-level names) runs may see; the rest of every site-packages directory
+    # is hidden from them. The preloaded packages (both lists above) are always added.
+    packages: tuple[str, ...] = ()
     start_timeout_s: float = 60.0
     margin_s: float = 10.0  # beyond a run's wall limit before the server is presumed lost
     # Tries of one run when the sandbox fails under it (its server dies, or something outside kills
@@ -113,7 +108,7 @@ class Sandbox:
         self._extended = _Server(self, "extended", self.config.preload + self.config.extra_preload)
         self._wants_extended = _names_pattern(self.config.extra_preload)
         self._lock = threading.Lock()
-        self._last_native: tuple[tuple[str, bytes, Limits], dict[str, Any]] | None = None
+        self._last_native: tuple[tuple[str, bytes, Limits], Request] | None = None
         # Restarts by reason (RESTART_REASONS) since the last `take_restarts`.
         self.restarts: collections.Counter[str] = collections.Counter()
 
@@ -177,8 +172,10 @@ class Sandbox:
         already holds its binary, and the binary runs under the same walls a Python program does;
         `call`, `files` and `fetch` are Python's only.
 
-        `files` ({relative path: base64 content}) are written into the run's /tmp before it starts;
-        the `fetch` paths under /tmp that exist when the program ends come back in `RunResult.files`.
+        `call`: after the program ran, its function is called and what it returned comes back as
+        data in `RunResult.reply`. `files` ({relative path: base64 content}) are written into the
+        run's /tmp before it starts; the `fetch` paths under /tmp that exist when the program ends
+        come back in `RunResult.files`.
 
         A fault of the sandbox under a run (its server died, or a SIGKILL from outside ended it) is
         not the program's: the run starts again, on a fresh server where needed, up to
@@ -187,24 +184,35 @@ class Sandbox:
         limits = limits or Limits()
         code_bytes = code.encode() if isinstance(code, str) else code
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
-        request: dict[str, Any] = {"limits": limits.to_dict()}
         if language != "python":
             try:
-                request["native"] = self._native_request(language, code_bytes, limits)
+                request = self._native_request(language, code_bytes, stdin_bytes, limits)
             except languages.CompilerMissing as error:
                 return RunResult(status=Status.INFRA_ERROR, error=str(error), infra_reason="no_compiler")
-        args = b""
-        if call is not None:
-            request["call"] = {"func_name": call.func_name, "max_value_bytes": call.max_value_bytes}
-            args = json.dumps({"args": call.args, "kwargs": call.kwargs}).encode()
-        if fetch:
-            request["fetch"] = list(fetch)
-        blobs = (code_bytes, stdin_bytes, args, json.dumps(files).encode() if files else b"")
-        wants_extended = language == "python" and self._wants_extended.search(code_bytes)
-        server = self._extended if wants_extended else self._base
+            return self._run(self._base, request)
+        request = _request.program(code_bytes, stdin_bytes, limits, call, files, fetch)
+        return self._run(self._server_for(code_bytes), request)
+
+    def run_judged(self, code: str | bytes, judge: JudgeSpec, limits: Limits | None = None) -> RunResult:
+        """Run Python `code` as a candidate serving calls, judged by `judge` in a process of its own.
+
+        The judge's code and data never enter the candidate's process, and what the candidate's
+        functions return reaches the judge only as plain values. The status is the judge's
+        verdict once every fact about the candidate is clean (see `sandbox.verdict.classify_judged`).
+        """
+        limits = limits or Limits()
+        code_bytes = code.encode() if isinstance(code, str) else code
+        return self._run(
+            self._server_for(code_bytes + judge.data), _request.judged(code_bytes, judge, limits)
+        )
+
+    def _server_for(self, code: bytes) -> _Server:
+        return self._extended if self._wants_extended.search(code) else self._base
+
+    def _run(self, server: _Server, request: Request) -> RunResult:
         with self._lock:
             for attempt in range(1, self.config.run_attempts + 1):
-                result, reason = self._attempt(server, request, blobs, limits)
+                result, reason = self._attempt(server, request)
                 if reason is None:
                     return result
                 self.restarts[reason] += 1
@@ -216,17 +224,18 @@ class Sandbox:
                 result, error=f"{result.error} ({self.config.run_attempts} attempts, each lost)"
             )
 
-    def _native_request(self, language: str, source: bytes, limits: Limits) -> dict[str, Any]:
-        """The `native` part of a request, kept for the next run: a job's tests come one after
-        another with the same source and limits, and hashing the source each time would cost them."""
+    def _native_request(self, language: str, source: bytes, stdin: bytes, limits: Limits) -> Request:
+        """The request of a native run, its compile part kept for the next run: a job's tests come
+        one after another with the same source and limits, and hashing the source each time would
+        cost them."""
         key = (language, source, limits)
         if self._last_native is None or self._last_native[0] != key:
-            self._last_native = (key, languages.native_request(languages.LANGUAGES[language], source, limits))
-        return self._last_native[1]
+            self._last_native = (key, _request.native(languages.LANGUAGES[language], source, b"", limits))
+        cached = self._last_native[1]
+        blobs = dict(cached.blobs, stdin=stdin) if stdin else cached.blobs
+        return dataclasses.replace(cached, blobs=blobs)
 
-    def _attempt(
-        self, server: _Server, request: dict[str, Any], blobs: tuple[bytes, ...], limits: Limits
-    ) -> tuple[RunResult, str | None]:
+    def _attempt(self, server: _Server, request: Request) -> tuple[RunResult, str | None]:
         """One try of a run: its result, and why it must be tried again (None when it need not)."""
         if server.lost():
             server.stop()  # it died between runs: no run was lost, but say so
@@ -242,7 +251,7 @@ class Sandbox:
             failure = f"sandbox failure: {error}"
             return RunResult(status=Status.INFRA_ERROR, error=failure), "server_start_failed"
         try:
-            result = server.exchange(request, blobs, limits)
+            result = server.exchange(request)
         except (OSError, _protocol.ProtocolError, SandboxError) as error:
             server.stop()
             failure = f"sandbox failure: its server was lost during the run ({error})"
@@ -297,7 +306,8 @@ class _Server:
         if self.process is not None:
             return
         uid = self.sandbox._claim()
-        ours, theirs = socket.socketpair()
+        config = self.sandbox.config
+        ours, theirs = _protocol.channel_pair()
         server_config = {
             "uid": uid,
             # Servers of a slot take turns, but each caches the limits it wrote: one cgroup each.
@@ -306,6 +316,7 @@ class _Server:
             "control_fd": theirs.fileno(),
             "preload": list(self.preload),
             "python_dirs": _python_dirs(),
+            "site_dirs": _site_dirs(config.preload + config.extra_preload + config.packages),
             "cpus": self.sandbox.cpus,
             **_launcher(self.sandbox.config.cache_dir or _native.default_cache_dir()),
             "binary_cache": {
@@ -344,13 +355,32 @@ class _Server:
             raise SandboxError(f"sandbox slot {slot} ({self.name}) failed to set up: {hello.get('error')}")
         self.layers = hello["layers"]
 
-    def exchange(self, request: dict[str, Any], blobs: tuple[bytes, ...], limits: Limits) -> RunResult:
+    def exchange(self, request: Request) -> RunResult:
+        """Send one run (its bytes in memfds made for this attempt) and make its result."""
         assert self.channel is not None
-        self.channel.settimeout(limits.wall_s + self.sandbox.config.margin_s)
-        _protocol.send(self.channel, request, *blobs)
-        header, (stdout, stderr) = _protocol.recv(self.channel)
-        header["status"] = Status(header["status"])
-        return RunResult(stdout=stdout, stderr=stderr, **header)
+        self.channel.settimeout(request.limits.wall_s + self._margin(request))
+        names = list(request.blobs)
+        fds = [_payload.memfd(request.blobs[name]) for name in names]
+        try:
+            _protocol.send(self.channel, dict(request.header, fds=names), fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        reply, returned = _protocol.recv(self.channel)
+        try:
+            if "server_error" in reply:
+                raise SandboxError(f"the fork server failed: {reply['server_error']}")
+            names = reply.get("fds", [])
+            outputs = {name: _payload.read_fd(fd) for name, fd in zip(names, returned, strict=True)}
+        finally:
+            for fd in returned:
+                os.close(fd)
+        return request.result(reply, outputs)
+
+    def _margin(self, request: Request) -> float:
+        """Time beyond the run's wall limit before the server is presumed lost (a compile's too)."""
+        compile_s = request.limits.compile_wall_s if request.native else 0.0
+        return self.sandbox.config.margin_s + compile_s
 
     def lost(self) -> bool:
         """True when the server's end of the channel has closed: it died between runs.
@@ -424,6 +454,24 @@ def _claim_uid(config: SandboxConfig, slot: int) -> tuple[int, int]:
 def _import_paths() -> list[str]:
     """What the fork server needs on sys.path beyond the stdlib: this project and site-packages."""
     return [PROJECT_ROOT] + [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+
+
+def _site_dirs(packages: tuple[str, ...]) -> dict[str, list[str]]:
+    """Every installed-package directory of this interpreter -> its entries that `packages` need
+    (the package or module, its bundled libraries, its metadata)."""
+    import site
+
+    tops = {name.split(".")[0] for name in packages}
+    candidates = {*site.getsitepackages([sys.prefix, sys.base_prefix]), *_import_paths()[1:]}
+    found: dict[str, list[str]] = {}
+    for directory in sorted(candidates):
+        if not os.path.isdir(directory):
+            continue
+        found[directory] = sorted(
+            entry for entry in os.listdir(directory)
+            if entry.split("-")[0].removesuffix(".py").removesuffix(".libs") in tops
+        )  # fmt: skip
+    return found
 
 
 def _python_dirs() -> list[str]:

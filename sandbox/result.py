@@ -12,10 +12,11 @@ from sandbox.status import Status
 class RunResult:
     """The outcome of one run: its status, its output and what it cost.
 
-    `completed` is true only when the program's top-level code ran to its end (no exception, no
-    `sys.exit`, no `os._exit`, no signal): envs that must know a check really ran rely on it.
-    `value` is the JSON text a `call` run returned (None otherwise). `infra_reason` says why an
-    INFRA_ERROR run failed (`run_killed_outside`, `run_setup_failed`), when the server knows.
+    The status is decided outside the program (`sandbox.verdict`). `reply` is what a `call` run's
+    function gave back, still encoded (read it with `sandbox.bridge.parse_reply`: it is the
+    program's data, not a verdict). `judge` is a judged run's verdict record. `infra_reason` says
+    why an INFRA_ERROR run failed (`run_killed_outside`, `run_setup_failed`), when it is known.
+    `exception` names the exception a failed Python program's traceback ends with (a hint).
     """
 
     status: Status
@@ -28,15 +29,15 @@ class RunResult:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     max_rss_mb: float | None = 0.0  # None: not measured (a native run)
-    completed: bool = False
-    value: str | None = None
+    reply: bytes | None = None
     error: str | None = None
     infra_reason: str | None = None
-    exception: str | None = None  # the type name of the exception that ended the program, if one did
+    exception: str | None = None
     files: dict[str, str] | None = None  # fetched files: relative path -> base64 content
     # A compiled program's compile: {"status": the compile's own status ("ok" when it compiled),
     # "wall_s": float, "cached": bool (its binary was already this slot's)}.
     compile: dict[str, Any] | None = None
+    judge: dict[str, Any] | None = None
 
     def to_fields(self) -> dict[str, Any]:
         """The result fields of the `program` env (output decoded as UTF-8 with replacement)."""

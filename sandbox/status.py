@@ -18,16 +18,22 @@ class Status(enum.Enum):
     OUTPUT_LIMIT = "output_limit"
     PARSE_ERROR = "parse_error"
     INVALID_JOB = "invalid_job"
+    JUDGE_ERROR = "judge_error"
 
     @property
     def code(self) -> int:
-        """The numeric code of the contract (0-10; 4 is unused)."""
+        """The numeric code of the contract (0-11; 4 is unused)."""
         return _CODES[self]
 
     @property
     def is_infra(self) -> bool:
         """True when the farm failed, not the program: the job is retryable and has no reward."""
         return self is Status.INFRA_ERROR
+
+    @property
+    def has_reward(self) -> bool:
+        """False where no reward exists: the farm failed, the judge failed, or the job is malformed."""
+        return self not in _REWARDLESS
 
 
 _CODES = {
@@ -41,13 +47,17 @@ _CODES = {
     Status.OUTPUT_LIMIT: 8,
     Status.PARSE_ERROR: 9,
     Status.INVALID_JOB: 10,
+    Status.JUDGE_ERROR: 11,
 }
+_REWARDLESS = frozenset({Status.INFRA_ERROR, Status.JUDGE_ERROR, Status.INVALID_JOB})
 
 # When several runs of one job fail differently (a job with many tests), the job takes the status
 # that comes first here among those seen: the farm's own failure first (the verdict cannot be
-# trusted), then the failures that stop a program before it can answer, then a wrong answer.
+# trusted), then the judge's (no verdict exists), then the failures that stop a program before it
+# can answer, then a wrong answer.
 PRECEDENCE: tuple[Status, ...] = (
     Status.INFRA_ERROR,
+    Status.JUDGE_ERROR,
     Status.INVALID_JOB,
     Status.PARSE_ERROR,
     Status.SYNTAX_ERROR,

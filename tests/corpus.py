@@ -193,11 +193,6 @@ def _binary_exact(case: Case) -> Iterator[tuple[str, Verifier]]:
 
 
 @contextlib.contextmanager
-def _not_completed(case: Case) -> Iterator[tuple[str, Verifier]]:
-    yield "", lambda result: ["an early exit counted as completed"] if result.completed else []
-
-
-@contextlib.contextmanager
 def _compiler_saw_no_host_file(case: Case) -> Iterator[tuple[str, Verifier]]:
     def verify(result: RunResult) -> list[str]:
         messages = result.stderr.decode(errors="replace")
@@ -224,7 +219,6 @@ _CHECKS: dict[str, Callable[[Case], contextlib.AbstractContextManager[tuple[str,
     "no_host_writes": _no_host_writes,
     "binary_exact": _binary_exact,
     "project_hidden": _project_hidden,
-    "not_completed": _not_completed,
     "compiler_saw_no_host_file": _compiler_saw_no_host_file,
 }
 

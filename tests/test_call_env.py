@@ -66,7 +66,7 @@ def test_elm_style_object_builder(ctx: Context) -> None:
 @pytest.mark.parametrize(
     ("code", "fields", "status", "error"),
     [
-        ("def f(): return object()", {}, "runtime_error", "not JSON-serialisable"),
+        ("def f(): return object()", {}, "runtime_error", "cannot cross as data: a value of type object"),
         ("def f(): return 'x' * 5000", {"max_value_bytes": 1000}, "output_limit", "over the cap"),
         ("x = 1", {}, "runtime_error", "'f' is not defined"),
         ("def f(): raise ValueError('nope')", {}, "runtime_error", ""),
@@ -88,4 +88,4 @@ def test_the_value_never_travels_as_pickle(ctx: Context) -> None:
         "class Evil:\n    def __reduce__(self):\n        return (print, ('pwned',))\ndef f(): return Evil()\n"
     )
     result = call(ctx, code)
-    assert result["status"] == "runtime_error" and "not JSON-serialisable" in result["error"]
+    assert result["status"] == "runtime_error" and "type Evil is not a plain value" in result["error"]

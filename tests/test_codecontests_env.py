@@ -73,9 +73,7 @@ class FakeSandbox:
             )
         finally:
             sys.stdin = saved
-        return RunResult(
-            Status.OK, out.getvalue().encode(), err.getvalue().encode(), exit_code=0, completed=True
-        )
+        return RunResult(Status.OK, out.getvalue().encode(), err.getvalue().encode(), exit_code=0)
 
 
 class FakeContext(Context):

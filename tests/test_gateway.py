@@ -390,6 +390,30 @@ def test_native_score_in_order_and_streamed(farm: Farm) -> None:
     assert lines[-1]["id"] == "slow"  # as they complete: the slow job last
 
 
+def test_a_programs_nan_or_lone_surrogate_is_written_not_a_500(farm: Farm) -> None:
+    # Values and messages a program chose: Python's JSON (NaN, escaped surrogates), as the CLI writes.
+    jobs = [
+        {
+            "id": "nan",
+            "env": "call",
+            "code": "def f():\n    return [float('nan'), float('inf')]",
+            "func_name": "f",
+        },
+        {"id": "surrogate", "env": "call", "code": "def f():\n    return chr(0xD800)", "func_name": "f"},
+        {
+            "id": "raised",
+            "env": "call",
+            "code": "def f():\n    raise ValueError(chr(0xD800))",
+            "func_name": "f",
+        },
+    ]
+    resp = requests.post(f"{farm.url}/v1/score", json={"jobs": jobs}, timeout=60)
+    assert resp.status_code == 200
+    nan, surrogate, raised = resp.json()["results"]
+    assert str(nan["result"]) == "[nan, inf]" and surrogate["result"] == "\ud800"
+    assert raised["status"] == "runtime_error" and "\ud800" in raised["error"]
+
+
 def test_health_and_metrics(farm: Farm) -> None:
     health = requests.get(f"{farm.url}/v1/health", timeout=5)
     assert health.status_code == 200 and health.json()["nodes"] == 1 and health.json()["processes"] == 2

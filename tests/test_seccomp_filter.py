@@ -14,10 +14,11 @@ ALLOW = 0x7FFF0000
 KILL = 0x80000000
 
 
-def run(code: bytes, nr: int, arch: int, arg0: int = 0) -> tuple[int, int]:
+def run(code: bytes, nr: int, arch: int, arg0: int = 0, *more: int) -> tuple[int, int]:
     """What the filter returns for a call, and how many instructions it took: classic BPF over
     `struct seccomp_data` (nr, arch, instruction pointer, six arguments)."""
-    data = struct.pack("<iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    args = (arg0, *more, 0, 0, 0, 0, 0, 0)[:6]
+    data = struct.pack("<iIQ6Q", nr, arch, 0, *args)
     program = [struct.unpack("HBBI", code[i : i + 8]) for i in range(0, len(code), 8)]
     pc, accumulator, steps = 0, 0, 0
     while True:
@@ -33,8 +34,8 @@ def run(code: bytes, nr: int, arch: int, arg0: int = 0) -> tuple[int, int]:
         pc += 1
 
 
-def evaluate(code: bytes, nr: int, arch: int, arg0: int = 0) -> int:
-    return run(code, nr, arch, arg0)[0]
+def evaluate(code: bytes, nr: int, arch: int, arg0: int = 0, *more: int) -> int:
+    return run(code, nr, arch, arg0, *more)[0]
 
 
 def expected(machine: str, nr: int, arg0: int) -> int:
@@ -77,3 +78,27 @@ def test_a_call_passes_few_comparisons() -> None:
     code = _seccomp.assemble("x86_64")
     arch = _seccomp._AUDIT_ARCH["x86_64"]
     assert max(run(code, nr, arch)[1] for nr in range(600)) <= 16
+
+
+RLIMIT_CPU, RLIMIT_AS = 0, 9
+
+
+@pytest.mark.parametrize("machine", sorted(_seccomp._SYSCALLS))
+def test_a_run_reads_its_limits_but_changes_none_but_its_address_space(machine: str) -> None:
+    """A program that lowered its own RLIMIT_CPU would die of a kernel SIGKILL that reads as a kill
+    from outside: prlimit64 with a new limit is refused for every resource but RLIMIT_AS."""
+    code = _seccomp.assemble(machine)
+    arch = _seccomp._AUDIT_ARCH[machine]
+    prlimit, setrlimit = _seccomp._SYSCALLS[machine]["prlimit64"], _seccomp._SYSCALLS[machine]["setrlimit"]
+    eperm = 0x00050000 | errno.EPERM
+    for resource in range(16):
+        assert evaluate(code, prlimit, arch, 0, resource, 0, 0x7FFF0000) == ALLOW  # read only
+        wanted = ALLOW if resource == RLIMIT_AS else eperm
+        for pointer in (0x7FFF0000, 0x7FFF_0000_0000, 0x1_0000_0000):  # either half of the pointer set
+            for pid in (0, 1, 12345):
+                assert evaluate(code, prlimit, arch, pid, resource, pointer, 0) == wanted, (
+                    resource,
+                    hex(pointer),
+                )
+    assert evaluate(code, setrlimit, arch, RLIMIT_CPU, 0x7FFF0000) == eperm
+    assert evaluate(code, setrlimit, arch, RLIMIT_AS, 0x7FFF0000) == eperm  # glibc uses prlimit64

@@ -12,6 +12,7 @@ def test_codes_match_the_contract() -> None:
     assert codes == {
         "ok": 0, "wrong_answer": 1, "timeout": 2, "syntax_error": 3, "runtime_error": 5,
         "infra_error": 6, "memory_limit": 7, "output_limit": 8, "parse_error": 9, "invalid_job": 10,
+        "judge_error": 11,
     }  # fmt: skip
 
 

@@ -20,13 +20,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from broker.aio import AsyncFarm
 from broker.gateway.batcher import Batcher, results_in_order
 from broker.gateway.metrics import GatewayMetrics
+from broker.gateway.responses import JSONResponse
 from broker.result import Result
 from broker.settings import Settings
 

@@ -25,10 +25,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from broker.gateway.app import Gateway, RequestError, read_body, route
+from broker.gateway.responses import JSONResponse
 from broker.result import Result
 
 _MAX_TIMEOUT_S = 600.0

@@ -15,11 +15,12 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from broker.gateway.app import Gateway, json_error, read_body, route
 from broker.gateway.batcher import results_as_completed
+from broker.gateway.responses import JSONResponse
 
 NDJSON = "application/x-ndjson"
 

@@ -18,11 +18,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from broker.completions import TemplateError, completion_of, job_from_template
 from broker.gateway.app import Gateway, RequestError, json_error, read_body, route
+from broker.gateway.responses import JSONResponse
 from broker.result import Result
 
 

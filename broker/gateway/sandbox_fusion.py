@@ -26,10 +26,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from broker.gateway.app import Gateway, RequestError, read_json, route
+from broker.gateway.responses import JSONResponse
 from broker.result import Result
 
 # SandboxFusion's `Language` (sandbox/runners/types.py).

@@ -1,0 +1,275 @@
+"""Calls across the sandbox wall: a judge calls the candidate's functions, and only data comes back.
+
+The candidate runs in its own sandboxed process and serves calls (`serve`): each request names a
+function and carries its arguments, each reply carries the return value, or the exception it
+raised, encoded by `sandbox.values`. The judge (a test's asserts, in another sandboxed process that
+never runs candidate code) holds proxies (`Candidate.function`) that look like the candidate's
+functions. Whatever the candidate does to its own process, the judge receives plain values or a
+failure; it never receives an object, a frame or a byte of code.
+
+Frames: a 4-byte big-endian length, then that many bytes. Requests: `["call", name, args, kwargs]`;
+replies: `["return", value]`, `["raise", exception type name, message, its args or null]` or
+`["bad", why]` (the value could not be encoded).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import struct
+import sys
+from typing import Any
+
+from sandbox import values
+
+_LENGTH = struct.Struct(">I")
+MAX_REPLY_BYTES = 1 << 20  # one encoded return value, by default
+MAX_MESSAGE_CHARS = 2000  # of a raised exception's message
+
+
+class CandidateGone(BaseException):
+    """The candidate's process ended (or stopped answering) before the call returned.
+
+    A BaseException, so that a test's `except Exception` cannot swallow it.
+    """
+
+
+class CandidateError(Exception):
+    """The candidate's reply could not be used: too large, malformed, or not encodable."""
+
+
+class JudgeError(BaseException):
+    """The judge itself failed: it passed an argument that cannot cross as data."""
+
+
+# -- frames ---------------------------------------------------------------------------------------
+
+
+def write_frame(fd: int, data: bytes) -> None:
+    """Write one frame to `fd` (a pipe); OSError when the other end is gone."""
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def read_frame(fd: int, max_bytes: int) -> bytes | None:
+    """One frame from `fd`; None at end of file. Raises CandidateError past `max_bytes`."""
+    head = _read_exact(fd, _LENGTH.size)
+    if head is None:
+        return None
+    (size,) = _LENGTH.unpack(head)
+    if size > max_bytes:
+        raise CandidateError(f"a reply of {size} bytes is over the cap of {max_bytes}")
+    body = _read_exact(fd, size)
+    if body is None:
+        return None
+    return body
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    chunks = []
+    while size:
+        try:
+            chunk = os.read(fd, min(size, 1 << 20))
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+# -- the candidate's side -------------------------------------------------------------------------
+
+
+def serve(namespace: dict[str, Any], requests_fd: int, replies_fd: int, max_request_bytes: int) -> None:
+    """Answer calls into `namespace` until the requests end."""
+    while True:
+        try:
+            request = read_frame(requests_fd, max_request_bytes)
+        except CandidateError:
+            return
+        if request is None:
+            return
+        try:
+            write_frame(replies_fd, answer(namespace, request, print_exceptions=True))
+        except OSError:
+            return
+        _flush_output()
+
+
+def _flush_output() -> None:
+    """What the call printed, out before the run may be ended."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def answer(namespace: dict[str, Any], request: bytes, print_exceptions: bool = False) -> bytes:
+    """The encoded reply to one encoded request (`print_exceptions`: a raise's traceback on stderr)."""
+    try:
+        _, name, args, kwargs = values.decode(request)
+    except (values.DecodeError, ValueError, TypeError) as error:
+        return values.encode(["bad", f"a malformed request: {error}"])
+    function = namespace.get(name)
+    if not callable(function):
+        return values.encode(["raise", "NameError", f"name {name!r} is not defined as a function", None])
+    try:
+        value = function(*args, **kwargs)
+    except BaseException as error:
+        if print_exceptions:
+            _print_traceback(error)
+        return values.encode(["raise", type(error).__name__, _message(error), _arguments(error)])
+    try:
+        return values.encode(["return", value])
+    except values.Unencodable as error:
+        return values.encode(["bad", str(error)])
+
+
+def _print_traceback(error: BaseException) -> None:
+    import traceback
+
+    try:
+        frames = error.__traceback__
+        traceback.print_exception(type(error), error, frames.tb_next if frames else None, file=sys.stderr)
+    except BaseException:
+        pass
+
+
+def _arguments(error: BaseException) -> list[Any] | None:
+    """The exception's arguments, when they are plain values (so the judge's copy reads the same)."""
+    try:
+        arguments = list(error.args)
+        values.encode(arguments)
+        return arguments
+    except BaseException:
+        return None
+
+
+def _message(error: BaseException) -> str:
+    try:
+        return str(error)[:MAX_MESSAGE_CHARS]
+    except BaseException:
+        return ""
+
+
+# -- the judge's side -----------------------------------------------------------------------------
+
+
+class Candidate:
+    """The judge's connection to the candidate's process; `function(name)` is a callable proxy."""
+
+    def __init__(self, requests_fd: int, replies_fd: int, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
+        self.requests_fd = requests_fd
+        self.replies_fd = replies_fd
+        self.max_reply_bytes = max_reply_bytes
+        self.gone = False  # set for good the first time the candidate fails to answer
+        self.calls = 0
+        self.failures: list[str] = []  # what went wrong with replies (not encodable, malformed, ...)
+        self.raised: list[BaseException] = []  # exceptions re-raised on the candidate's behalf
+
+    def function(self, name: str) -> Any:
+        """A callable that calls the candidate's `name` with the same arguments."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self.call(name, args, kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call `name` in the candidate; its value, or its exception raised here."""
+        if self.gone:
+            raise CandidateGone("the program is no longer running")
+        try:
+            request = values.encode(["call", name, list(args), kwargs])
+        except values.Unencodable as error:
+            raise JudgeError(f"the test passed an argument that cannot cross as data: {error}") from None
+        self.calls += 1
+        reply = self._exchange(request)
+        try:
+            kind, *rest = values.decode(reply)
+        except (values.DecodeError, ValueError) as error:
+            raise self._failure(f"a malformed reply ({error})") from None
+        if kind == "return" and len(rest) == 1:
+            return rest[0]
+        if kind == "raise" and len(rest) == 3 and type(rest[0]) is str and type(rest[1]) is str:
+            raise self._raised(*rest)
+        if kind == "bad" and len(rest) == 1:
+            raise self._failure(f"its return value {rest[0]}"[:MAX_MESSAGE_CHARS])
+        raise self._failure("a malformed reply")
+
+    def _exchange(self, request: bytes) -> bytes:
+        try:
+            write_frame(self.requests_fd, request)
+            reply = read_frame(self.replies_fd, self.max_reply_bytes)
+        except OSError:
+            reply = None
+        except CandidateError as error:
+            self.gone = True  # the rest of the oversized frame is still in the pipe
+            raise self._failure(str(error)) from None
+        if reply is None:
+            self.gone = True
+            raise CandidateGone("the program ended during a call")
+        return reply
+
+    def _failure(self, why: str) -> CandidateError:
+        self.failures.append(why)
+        return CandidateError(why)
+
+    def _raised(self, name: str, message: str, arguments: Any) -> BaseException:
+        """The candidate's exception as one of the same builtin type (with the same arguments, when
+        they crossed), or a CandidateError."""
+        kind = getattr(builtins, name, None)
+        error: BaseException
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            try:
+                error = kind(*arguments) if type(arguments) is list else kind(message)
+            except Exception:
+                error = CandidateError(f"{name}: {message}")
+        else:
+            error = CandidateError(f"{name}: {message}")
+        self.raised.append(error)
+        return error
+
+
+# -- a reply read outside the sandbox ---------------------------------------------------------------
+
+
+class Reply:
+    """A call's outcome as data: `value` when it returned, else `error` (why it counts as failed)."""
+
+    def __init__(self, value: Any = None, error: str | None = None, raised: str | None = None) -> None:
+        self.value = value
+        self.error = error
+        self.raised = raised  # the exception type name, when the function raised
+
+    @property
+    def returned(self) -> bool:
+        """True when the function returned a value that crossed whole."""
+        return self.error is None
+
+
+def parse_reply(data: bytes | None, json_compatible: bool = False) -> Reply:
+    """A call's encoded reply (`RunResult.reply`); never raises: bad bytes are a failed call."""
+    if not data:
+        return Reply(error="the program ended before its function returned a value")
+    try:
+        (size,) = _LENGTH.unpack_from(data)
+        body = data[_LENGTH.size :]
+        if size != len(body):
+            return Reply(error="the returned value did not come back whole")
+        kind, *rest = values.decode(body, json_compatible=json_compatible)
+    except (struct.error, ValueError, TypeError) as error:
+        return Reply(error=f"the returned value cannot cross as data ({error})"[:MAX_MESSAGE_CHARS])
+    if kind == "return" and len(rest) == 1:
+        return Reply(value=rest[0])
+    if kind == "raise" and len(rest) == 3 and type(rest[0]) is str and type(rest[1]) is str:
+        message = f"{rest[0]}: {rest[1]}" if rest[1] else rest[0]
+        return Reply(error=message[:MAX_MESSAGE_CHARS], raised=rest[0])
+    if kind == "bad" and len(rest) == 1 and type(rest[0]) is str:
+        return Reply(error=f"the returned value cannot cross as data: {rest[0]}"[:MAX_MESSAGE_CHARS])
+    return Reply(error="the returned value cannot cross as data (a malformed reply)")

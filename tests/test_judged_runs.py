@@ -1,0 +1,161 @@
+"""Judged runs: a candidate serving calls in one sandboxed process, a judge calling it from another
+(sandbox.bridge); the judge sees plain values, the candidate never sees the judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from sandbox import JudgeSpec, Limits, Sandbox, Status, bridge, values
+
+pytestmark = pytest.mark.sandbox
+
+# A judge that reports what its call gave: the value's type and repr, or the exception raised here.
+PROBE = """
+import json
+f = candidate.function("f")
+try:
+    value = f(*json.loads(JUDGE_DATA))
+    report({"status": "ok", "type": type(value).__name__, "repr": repr(value)})
+except Exception as error:
+    report({"status": "runtime_error", "error": f"{type(error).__name__}: {error}"})
+"""
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with Sandbox(slot=920) as box:
+        yield box
+
+
+def probe(sandbox: Sandbox, code: str, *args: object, limits: Limits | None = None) -> tuple[Status, dict]:
+    run = sandbox.run_judged(code, JudgeSpec(PROBE, json.dumps(args).encode()), limits=limits)
+    return run.status, run.judge or {"error": run.error}
+
+
+def test_a_value_arrives_as_the_plain_value_it_is(sandbox: Sandbox) -> None:
+    assert probe(sandbox, "def f(x):\n    return (x, {x}, b'x', 1.5)\n", 2) == (
+        Status.OK, {"status": "ok", "type": "tuple", "repr": "(2, {2}, b'x', 1.5)"},
+    )  # fmt: skip
+    status, report = probe(sandbox, "class E:\n    def __eq__(s, o): return True\ndef f():\n    return E()\n")
+    assert status is Status.RUNTIME_ERROR and "type E is not a plain value" in report["error"]
+
+
+def test_the_candidates_exception_is_raised_in_the_judge_as_its_builtin_type(sandbox: Sandbox) -> None:
+    status, report = probe(sandbox, "def f():\n    raise KeyError('k')\n")
+    assert (status, report["error"]) == (Status.RUNTIME_ERROR, "KeyError: 'k'")
+    status, report = probe(sandbox, "class Mine(Exception): pass\ndef f():\n    raise Mine('x')\n")
+    assert (status, report["error"]) == (Status.RUNTIME_ERROR, "CandidateError: Mine: x")
+
+
+def test_a_candidate_that_ends_during_the_test_fails_whatever_the_judge_says(sandbox: Sandbox) -> None:
+    swallowing = JudgeSpec(
+        "try:\n    candidate.function('f')()\nexcept BaseException:\n    pass\nreport({'status': 'ok'})\n"
+    )
+    run = sandbox.run_judged("import os\ndef f():\n    os._exit(0)\n", swallowing)
+    assert (run.status, run.error) == (Status.RUNTIME_ERROR, "the program exited before the test finished")
+    run = sandbox.run_judged("def f():\n    pass\nraise SystemExit(0)\n", swallowing)
+    assert run.status is Status.RUNTIME_ERROR
+
+
+def test_the_judges_own_failures_are_judge_errors(sandbox: Sandbox) -> None:
+    assert (
+        sandbox.run_judged("def f(): pass\n", JudgeSpec("raise NameError('x')\n")).status
+        is Status.JUDGE_ERROR
+    )
+    assert sandbox.run_judged("def f(): pass\n", JudgeSpec("pass\n")).status is Status.JUDGE_ERROR
+    unsendable = JudgeSpec("candidate.function('f')(lambda: 1)\n")
+    run = sandbox.run_judged("def f(x): pass\n", unsendable)
+    assert run.status is Status.JUDGE_ERROR and "cannot cross as data" in (run.error or "")
+
+
+def test_a_candidate_that_loops_is_a_timeout_and_the_judge_is_ended_too(sandbox: Sandbox) -> None:
+    run = sandbox.run_judged(
+        "def f():\n    while True: pass\n", JudgeSpec(PROBE, b"[]"), Limits(wall_s=1, cpu_s=5)
+    )
+    assert run.status is Status.TIMEOUT and run.wall_s < 3
+
+
+def test_a_reply_over_the_cap_fails_the_call(sandbox: Sandbox) -> None:
+    judge = JudgeSpec(PROBE, b"[]", max_reply_bytes=1000)
+    run = sandbox.run_judged("def f():\n    return 'x' * 5000\n", judge)
+    assert run.status is Status.RUNTIME_ERROR and "over the cap" in (run.judge or {}).get("error", "")
+
+
+def test_what_the_candidate_prints_is_its_output(sandbox: Sandbox) -> None:
+    run = sandbox.run_judged(
+        "print('top')\ndef f():\n    print('called')\n    return 1\n", JudgeSpec(PROBE, b"[]")
+    )
+    assert run.status is Status.OK and run.stdout == b"top\ncalled\n"
+    assert (run.exit_code, run.signal) == (None, None)  # the farm ended it, once the judge was done
+
+
+def test_the_judges_data_never_reaches_the_candidates_process(sandbox: Sandbox) -> None:
+    marker = "-".join(["JUDGE", "ONLY", os.urandom(8).hex()])
+    candidate = (
+        "import gc, os\n"
+        "def f():\n"
+        "    seen = [str(o) for o in gc.get_objects() if isinstance(o, (str, bytes))]\n"
+        "    for fd in range(3, 32):\n"
+        "        try:\n"
+        "            os.set_blocking(fd, False)\n"
+        "            seen.append(str(os.read(fd, 1 << 16)))\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return any('JUDGE' + '-ONLY-' in s for s in seen)\n"
+    )
+    judge = JudgeSpec(
+        f"# {marker}\nreport({{'status': 'ok', 'found': candidate.function('f')()}})\n", marker.encode()
+    )
+    run = sandbox.run_judged(candidate, judge)
+    assert (run.status, run.judge) == (Status.OK, {"status": "ok", "found": False})
+
+
+def test_the_bridge_over_plain_pipes() -> None:
+    # The two ends, in one process: a thread serves calls into a namespace over two pipes.
+    requests, replies = os.pipe(), os.pipe()
+    namespace = {"double": lambda x: 2 * x, "fail": lambda: 1 / 0, "opaque": lambda: object()}
+    server = threading.Thread(
+        target=bridge.serve, args=(namespace, requests[0], replies[1], 1 << 20), daemon=True
+    )
+    server.start()
+    candidate = bridge.Candidate(requests[1], replies[0])
+    assert candidate.function("double")((1, 2)) == (1, 2, 1, 2)
+    with pytest.raises(ZeroDivisionError):
+        candidate.function("fail")()
+    with pytest.raises(bridge.CandidateError, match="is not a plain value"):
+        candidate.function("opaque")()
+    with pytest.raises(NameError):
+        candidate.function("missing")()
+    os.close(requests[1])
+    server.join()
+    with pytest.raises(bridge.CandidateGone):
+        candidate.function("double")(1)
+    for fd in (requests[0], replies[0], replies[1]):
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("data", "returned", "error"),
+    [
+        (None, False, "ended before its function returned"),
+        (b"\x00\x00\x00\x02[]", False, "cannot cross as data"),
+        (b'\x00\x00\x00\x0b["what", 1]', False, "a malformed reply"),
+        (b"\x00\x00\x00\x09", False, "did not come back whole"),
+        (b"\x00\x00\x00\x10" + b"[" * 16, False, "cannot cross as data"),
+    ],
+)
+def test_a_reply_read_outside_never_raises(data: bytes | None, returned: bool, error: str) -> None:
+    reply = bridge.parse_reply(data)
+    assert reply.returned is returned and error in (reply.error or "")
+
+
+def test_a_good_reply_read_outside() -> None:
+    body = values.encode(["return", {"a": (1, 2)}])
+    frame = len(body).to_bytes(4, "big") + body
+    assert bridge.parse_reply(frame).value == {"a": (1, 2)}
+    assert bridge.parse_reply(frame, json_compatible=True).value == {"a": [1, 2]}
