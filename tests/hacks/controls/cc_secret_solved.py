@@ -1,0 +1,4 @@
+# env: codecontests
+# problem: secret
+# expect: ok
+print("EVALFARM-SECRET-" + SECRET_HEX)

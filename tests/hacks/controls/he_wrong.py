@@ -1,0 +1,5 @@
+# env: humaneval
+# problem: HumanEval/0
+# expect: wrong_answer
+# note: an honest wrong completion
+    return False

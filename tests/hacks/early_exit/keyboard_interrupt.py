@@ -1,0 +1,4 @@
+# env: humaneval
+# problem: HumanEval/0
+# expect: runtime_error
+    raise KeyboardInterrupt

@@ -1,0 +1,5 @@
+# env: humaneval
+# problem: HumanEval/0
+# expect: runtime_error
+    import os
+    os._exit(0)

@@ -1,0 +1,10 @@
+# env: humaneval
+# problem: HumanEval/0
+# expect: runtime_error wrong_answer
+# note: patches the call-serving code in its own process so that every reply says "True"
+    return None
+import sys
+bridge = sys.modules.get("sandbox.bridge")
+if bridge is not None:
+    values = sys.modules["sandbox.values"]
+    bridge.answer = lambda namespace, request, print_exceptions=False: values.encode(["return", True])

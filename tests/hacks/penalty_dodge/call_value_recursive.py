@@ -1,0 +1,7 @@
+# env: call
+# func: f
+# expect: runtime_error
+def f():
+    loop = []
+    loop.append(loop)
+    return loop
