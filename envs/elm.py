@@ -159,7 +159,10 @@ def walker_problems(walker: Any) -> list[str] | None:
     if not joints and not muscles:
         return ["the walker is empty"]
     problems = ["a muscle is stronger than 10"] if strong else []
-    if not _joints_apart(joints):
+    apart = _joints_apart(joints)
+    if apart is None:
+        return None
+    if not apart:
         return [*problems, "two joints are closer than 0.003"]
     # The joints are now distinct: each one's index in the list is its own position.
     counts = [0] * len(joints)
@@ -174,33 +177,55 @@ def walker_problems(walker: Any) -> list[str] | None:
     return problems
 
 
-def _cell(coordinate: float) -> float:
-    """A coordinate's grid cell. Past 1e300 the coordinate itself: there, two distinct floats are
-    farther apart than the minimum distance, so only equal ones can be too close."""
-    return math.floor(coordinate / MIN_JOINT_DISTANCE) if abs(coordinate) < 1e300 else coordinate
-
-
 def _number(value: Any) -> float:
     if type(value) not in (int, float, bool):
         raise TypeError("a joint's coordinate is not a number")
     return float(value)
 
 
-def _joints_apart(joints: list[tuple[float, float]]) -> bool:
-    """Whether every two joints are at least MIN_JOINT_DISTANCE apart (as OpenELM computes it)."""
-    if any(not (math.isfinite(x) and math.isfinite(y)) for x, y in joints):
-        return len(joints) < 2
+def _joints_apart(joints: list[tuple[float, float]]) -> bool | None:
+    """Whether no two joints are closer than MIN_JOINT_DISTANCE, as OpenELM computes it (None where
+    its computation raises: a difference whose square overflows). As there, a distance that is not
+    a number (a joint at nan, or two at the same infinity) is not too close."""
+    if len(joints) < 2:
+        return True
+    if _squares_overflow(joints):
+        return None
     cells: dict[tuple[float, float], list[tuple[float, float]]] = {}
-    for joint in joints:
+    for joint in joints:  # a grid of the minimum distance: only neighbours can be too close
         cx, cy = _cell(joint[0]), _cell(joint[1])
         for dx in (-1, 0, 1):
             for dy in (-1, 0, 1):
-                for other in cells.get((cx + dx, cy + dy), ()):
-                    distance = math.sqrt((joint[0] - other[0]) ** 2 + (joint[1] - other[1]) ** 2)
-                    if not distance >= MIN_JOINT_DISTANCE:
-                        return False
+                if any(_too_close(joint, other) for other in cells.get((cx + dx, cy + dy), ())):
+                    return False
         cells.setdefault((cx, cy), []).append(joint)
     return True
+
+
+def _cell(coordinate: float) -> float:
+    """A coordinate's grid cell; where the division overflows, the coordinate itself (out there two
+    distinct floats are farther apart than the minimum distance, so only equal ones can be close)."""
+    cell = coordinate / MIN_JOINT_DISTANCE
+    return math.floor(cell) if math.isfinite(cell) else coordinate  # nan: a cell of its own
+
+
+def _too_close(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return math.sqrt((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2) < MIN_JOINT_DISTANCE
+
+
+def _squares_overflow(joints: list[tuple[float, float]]) -> bool:
+    """Whether some two joints differ by a finite amount whose square overflows (`** 2` raises;
+    OpenELM's pairwise check does raise there). The farthest from any value are the extremes."""
+    for axis in (0, 1):
+        values = [joint[axis] for joint in joints if math.isfinite(joint[axis])]
+        if len(values) < 2:
+            continue
+        low, high = min(values), max(values)
+        for value in values:
+            for difference in (value - low, high - value):
+                if math.isfinite(difference) and math.isinf(difference * difference):
+                    return True
+    return False
 
 
 def _costs(run: Any) -> dict[str, Any]:

@@ -17,8 +17,8 @@ Descriptors of a run (the server puts them in place; `plan["fds"]` says which ex
     7              FILES_FD: files fetched after the program, or a compile's binary
 
 Modes (`plan["mode"]`): `program` (run it), `call` (run it, then make the one call of its payload),
-`serve` (run it, then answer calls until they end), `judge` (trusted judge code that calls a
-candidate serving on the other end of 5 and 6), `compile` (a compiler on the payload's source).
+`serve` (run it, then answer calls until they end), `judge_host` (the long-lived process that runs
+trusted judges, `sandbox._judge_host`), `compile` (a compiler on the payload's source).
 """
 
 from __future__ import annotations
@@ -60,18 +60,20 @@ FETCH_MAX_BYTES = 8 << 20  # the files a run's result brings back, in all
 
 def child_main(plan: dict[str, Any], fds: dict[int, int]) -> NoReturn:
     """Entry point of a freshly forked run (`fds`: target descriptor -> the server's); never returns."""
+    mode = plan["mode"]
     try:
         _enter(plan, fds)
+        if mode == "judge_host":
+            from sandbox import _judge_host
+
+            _judge_host.serve()
         header, blobs = _payload.unpack(_payload.read_fd(PAYLOAD_FD))
         os.close(PAYLOAD_FD)
     except BaseException as error:
         _report({"setup_error": f"{type(error).__name__}: {error}"})
         os._exit(SETUP_FAILED_EXIT)
-    mode = plan["mode"]
     if mode == "compile":
         _compile(header, blobs[0])
-    if mode == "judge":
-        _judge(header, blobs)
     _program(plan, header, blobs)
 
 
@@ -149,8 +151,11 @@ def _drop_privileges(plan: dict[str, Any]) -> None:
 
 
 def _set_limits(limits: dict[str, Any]) -> None:
-    cpu = max(1, int(limits["cpu_s"] + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    if (
+        limits.get("cpu_s") is not None
+    ):  # a long-lived process (the judge host) has none: per job, the server's
+        cpu = max(1, int(limits["cpu_s"] + 0.999))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     file_size = limits["file_size_mb"] << 20
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"], limits["open_files"]))
@@ -204,41 +209,6 @@ def _copy_binary(path: str) -> int:
     except OSError:
         return 0
     return len(binary)
-
-
-# -- judge mode -------------------------------------------------------------------------------------
-
-
-def _judge(header: dict[str, Any], blobs: list[bytes]) -> NoReturn:
-    """Run trusted judge code with a proxy of the candidate serving on the other end of 5 and 6.
-
-    The judge's namespace has `JUDGE_DATA` (bytes), `candidate` (a `sandbox.bridge.Candidate`) and
-    `report(record)`, which writes a record (`{"status", "error"}`) to RESULT_FD, open throughout:
-    no candidate code ever runs in this process.
-    """
-    import builtins
-
-    from sandbox import bridge
-
-    _report({"started": True})
-    code, data = blobs
-    namespace = {
-        "__name__": "__judge__",
-        "__builtins__": builtins,
-        "JUDGE_DATA": data,
-        "candidate": bridge.Candidate(REQUESTS_FD, REPLIES_FD, header["max_reply_bytes"]),
-        "report": _report,
-    }
-    exit_code = 0
-    try:
-        exec(compile(code, "judge.py", "exec"), namespace)
-    except MemoryError:
-        _report({"status": "memory_limit", "error": "the judge ran out of memory on the program's values"})
-        exit_code = 1
-    except BaseException as error:
-        _report({"status": "judge_error", "error": f"the judge failed: {type(error).__name__}: {error}"})
-        exit_code = 1
-    _exit(exit_code)
 
 
 # -- program modes ----------------------------------------------------------------------------------

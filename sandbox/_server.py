@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import sys
@@ -29,6 +30,7 @@ from typing import Any
 from sandbox import (
     _binaries,
     _cgroups,
+    _judge_host,  # noqa: F401 - preloaded: the judge host runs it
     _landlock,
     _linux,
     _native,
@@ -40,7 +42,7 @@ from sandbox import (
     _seccomp,
     bridge,  # noqa: F401 - preloaded: runs that call or judge use it
 )
-from sandbox._supervise import Capture, Member, supervise
+from sandbox._supervise import Capture, Host, Member, supervise
 from sandbox.limits import Limits
 
 CONTROL_FD = 200  # the client's socket is moved here, clear of the run's descriptors
@@ -69,6 +71,7 @@ class Server:
         self.environment = dict(os.environ)
         cache = config.get("binary_cache") or {}
         self.binaries = _binaries.Binaries(cache.get("entries", 32), cache.get("bytes", 256 << 20))
+        self.judge_host = JudgeHost(self)
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -281,6 +284,77 @@ class Server:
         return Member("candidate", pid, started, native=True)
 
 
+class JudgeHost:
+    """The slot's judge host (`sandbox._judge_host`): started for the first judged run, and again
+    whenever it retired, died, or was killed for a run's limit."""
+
+    # Its own walls, as any run's; no CPU rlimit (it lives for many jobs: each job's CPU time is
+    # reported and judged against that job's limit) and an address space it sets per job below.
+    LIMITS = Limits(memory_mb=8192, workdir_mb=8, file_size_mb=8, open_files=256, processes=8).to_dict()
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.pid: int | None = None
+        self.pidfd = -1
+        self.channel: socket.socket | None = None
+
+    def ready(self) -> None:
+        """Make sure a host is running and waiting for a job; start one if not."""
+        if self.pid is not None and not self._gone():
+            return
+        self._forget()
+        ours, theirs = _protocol.channel_pair()
+        quiet = _payload.memfd(b"", "evalfarm-quiet")  # its own output outside a job: nowhere
+        plan = self.server.plan(dict(self.LIMITS, cpu_s=None), "judge_host", cgroup=False)
+        try:
+            member = self.server.fork("judge", plan, {0: quiet, 1: quiet, 2: quiet, 3: theirs.fileno()})
+        finally:
+            theirs.close()
+            os.close(quiet)
+        self.pid, self.channel = member.pid, ours
+        self.pidfd = os.pidfd_open(member.pid)
+        ours.settimeout(30)
+        hello, _ = _protocol.recv(ours)  # walls up, or why not
+        ours.settimeout(None)
+        if not hello.get("ready"):
+            self._forget()
+            raise RuntimeError(f"the judge host did not start: {hello.get('setup_error', hello)}")
+
+    def submit(self, job: dict[str, int], memory_mb: int) -> Host:
+        """Hand the host one job's descriptors; the Host the run's supervision watches."""
+        assert self.channel is not None and self.pid is not None
+        names = list(job)
+        _protocol.send(self.channel, {"fds": names, "memory_mb": memory_mb}, [job[n] for n in names])
+        return Host("judge", self.pid, self.pidfd, self.channel, time.monotonic())
+
+    def after(self, host: Host) -> None:
+        """Once a job is over: let the host go when it died, was killed, or retires."""
+        if host.wait_status is not None:
+            self.pid = None  # reaped by the supervision
+        if host.reply is None or host.reply.get("retire"):
+            self._forget()
+
+    def _gone(self) -> bool:
+        assert self.pid is not None
+        readable, _, _ = select.select([self.pidfd], [], [], 0)
+        return bool(readable)
+
+    def _forget(self) -> None:
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.pid = None
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+
+
 class _Run:
     """One run's descriptors, processes and supervision; what it observed, as a reply."""
 
@@ -343,28 +417,31 @@ class _Run:
         return (header, outputs), -1, facts
 
     def judged(self, fds: dict[str, int], judge: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
-        """A candidate serving calls, and a judge calling it over two pipes; the judge's end is the run's."""
+        """A candidate serving calls, and the slot's judge host calling it over two pipes for this
+        job; the judge's end of the job is the run's."""
         requests_r, requests_w = self._pipe()
         replies_r, replies_w = self._pipe()
         candidate_fds = self._standard_fds(fds)
         candidate_fds.update({_runner.REQUESTS_FD: requests_r, _runner.REPLIES_FD: replies_w})
-        judge_fds = {
-            0: self._empty_stdin(),
-            1: self._capture("judge_output", JUDGE_OUTPUT_BYTES, drop=True),
-            _runner.RESULT_FD: self._output_memfd("judge_report"),
-            _runner.PAYLOAD_FD: fds["judge_payload"],
-            _runner.REQUESTS_FD: requests_w,
-            _runner.REPLIES_FD: replies_r,
+        job = {
+            "payload": fds["judge_payload"],
+            "requests": requests_w,
+            "replies": replies_r,
+            "report": self._output_memfd("judge_report"),
+            "output": self._capture("judge_output", JUDGE_OUTPUT_BYTES, drop=True),
         }
-        judge_fds[2] = judge_fds[1]
-        server = self.server
-        candidate_plan = server.plan(self.limits, "serve")
-        judge_plan = server.plan(dict(self.limits, **judge["limits"]), "judge", cgroup=False)
-        members = self._start_all(
-            lambda: server.fork("candidate", candidate_plan, candidate_fds),
-            lambda: server.fork("judge", judge_plan, judge_fds),
-        )
-        return self._finish(members, "judge")
+        hosts = self.server.judge_host
+        hosts.ready()
+        plan = self.server.plan(self.limits, "serve")
+        candidate = self._start(lambda: self.server.fork("candidate", plan, candidate_fds), keep_open=True)
+        try:
+            host = hosts.submit(job, self.limits["memory_mb"])
+        finally:
+            self._close_owned()
+        try:
+            return self._finish([candidate], "judge", host)
+        finally:
+            hosts.after(host)
 
     # -- descriptors ------------------------------------------------------------------------
 
@@ -406,28 +483,31 @@ class _Run:
 
     # -- processes --------------------------------------------------------------------------
 
-    def _start(self, start: Any) -> Member:
-        return self._start_all(start)[0]
-
-    def _start_all(self, *starts: Any) -> list[Member]:
-        """Start the members, then close this server's copies of the ends that are theirs (so a
-        capture sees end-of-file when they are gone)."""
+    def _start(self, start: Any, keep_open: bool = False) -> Member:
+        """Start the run's member, then close this server's copies of the ends that are its (so a
+        capture sees end-of-file when it is gone), unless others still need them."""
         cgroups = self.server.cgroups
         if cgroups:
             cgroups.prepare(self.limits["memory_mb"], self.limits["workdir_mb"], self.limits["processes"])
         try:
-            return [start() for start in starts]
+            return start()
         finally:
-            for fd in self.owned:
-                os.close(fd)
-            self.owned = []
+            if not keep_open:
+                self._close_owned()
 
-    def _finish(self, members: list[Member], main: str) -> tuple[dict[str, Any], list[int]]:
+    def _close_owned(self) -> None:
+        for fd in self.owned:
+            os.close(fd)
+        self.owned = []
+
+    def _finish(
+        self, members: list[Member], main: str, host: Host | None = None
+    ) -> tuple[dict[str, Any], list[int]]:
         """Supervise the members to their end; the reply's header and the output memfds."""
         started = min(member.started for member in members)
         deadline = started + self.limits["wall_s"]
         try:
-            stopped_for = supervise(members, self.captures, deadline, main, self.server.sink)
+            stopped_for = supervise(members, self.captures, deadline, main, self.server.sink, host)
         finally:
             for capture in self.captures:
                 os.close(capture.read_fd)
@@ -443,6 +523,8 @@ class _Run:
                 facts[member.role]["oom_killed"] = oom_killed
                 if cgroup_cpu_s is not None:  # its children's CPU too, reaped or not
                     facts[member.role]["cpu_s"] = max(facts[member.role]["cpu_s"], cgroup_cpu_s)
+        if host is not None:
+            facts[host.role] = dict(host.facts(), ended_by=stopped_for or host.ended_by)
         truncated = {capture.name: capture.truncated for capture in self.captures}
         names = list(self.outputs)
         return {"members": facts, "truncated": truncated, "fds": names}, [self.outputs[n] for n in names]

@@ -13,8 +13,11 @@ import dataclasses
 import os
 import select
 import signal
+import socket
 import time
 from typing import Any
+
+from sandbox import _protocol
 
 _SPLICE_CHUNK = 1 << 20
 
@@ -104,17 +107,75 @@ class Member:
         }
 
 
+@dataclasses.dataclass
+class Host:
+    """A long-lived process of the slot doing one job of this run (the judge host): its end of the
+    job is a message on its channel, or its death."""
+
+    role: str
+    pid: int
+    pidfd: int
+    channel: socket.socket
+    started: float
+    reply: dict[str, Any] | None = None  # its message, once it finished the job
+    ended_by: str | None = None
+    wait_status: int | None = None
+    rusage: Any = None
+    wall_s: float = 0.0
+
+    @property
+    def running(self) -> bool:
+        return self.wait_status is None and self.reply is None
+
+    def kill(self, reason: str) -> None:
+        """SIGKILL the host if it is still at the job (a limit of the run was hit)."""
+        if self.running and self.ended_by is None:
+            self.ended_by = reason
+            os.kill(self.pid, signal.SIGKILL)
+
+    def finished(self) -> None:
+        """Its channel is readable: the job's end message, or the channel closed as it died."""
+        try:
+            self.reply, _ = _protocol.recv(self.channel)
+        except (_protocol.ProtocolError, OSError):
+            self.reply = None
+        self.wall_s = time.monotonic() - self.started
+
+    def died(self) -> None:
+        _, self.wait_status, self.rusage = os.wait4(self.pid, 0)
+        self.wall_s = self.wall_s or time.monotonic() - self.started
+
+    def facts(self) -> dict[str, Any]:
+        """What was observed of the job: as a process that exited 0 when the host finished it."""
+        status = self.wait_status
+        if self.reply is not None:
+            cpu_s = float(self.reply.get("cpu_s") or 0.0)
+            return {"exit_code": 0, "signal": None, "cpu_s": cpu_s, "wall_s": self.wall_s, "ended_by": None}
+        return {
+            "exit_code": os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
+            "cpu_s": 0.0,
+            "wall_s": self.wall_s,
+            "ended_by": self.ended_by,
+        }
+
+
 def supervise(
-    members: list[Member], captures: list[Capture], deadline: float, main: str, sink: int
+    members: list[Member],
+    captures: list[Capture],
+    deadline: float,
+    main: str,
+    sink: int,
+    host: Host | None = None,
 ) -> str | None:
     """Watch the run until every member is reaped and every capture closed; the limit of the run
     that stopped it (`wall`, or a capture's reason), if one did.
 
-    A limit ends everyone; when the `main` member ends, the others are ended (`done`): a judge's
-    candidate serves until the judge is through with it.
+    A limit ends everyone; when the `main` member (or the `host`) ends, the others are ended
+    (`done`): a judge's candidate serves until the judge is through with it.
     """
     poller = select.poll()
-    by_fd: dict[int, Capture | Member] = {}
+    by_fd: dict[int, Capture | Member | Host] = {}
     for capture in captures:
         poller.register(capture.read_fd, select.POLLIN)
         by_fd[capture.read_fd] = capture
@@ -124,7 +185,11 @@ def supervise(
         pidfds.append(pidfd)
         poller.register(pidfd, select.POLLIN)
         by_fd[pidfd] = member
-    loop = _Loop(poller, by_fd, members, deadline, main, sink)
+    if host is not None:
+        for fd in (host.channel.fileno(), host.pidfd):
+            poller.register(fd, select.POLLIN)
+            by_fd[fd] = host
+    loop = _Loop(poller, by_fd, members, deadline, main, sink, host)
     try:
         while loop.open_fds:
             loop.step()
@@ -140,16 +205,18 @@ class _Loop:
     def __init__(
         self,
         poller: select.poll,
-        by_fd: dict[int, Capture | Member],
+        by_fd: dict[int, Capture | Member | Host],
         members: list[Member],
         deadline: float,
         main: str,
         sink: int,
+        host: Host | None = None,
     ) -> None:
         self.poller = poller
         self.by_fd = by_fd
         self.open_fds = set(by_fd)
         self.members = members
+        self.host = host
         self.deadline = deadline
         self.main = main
         self.sink = sink
@@ -163,14 +230,31 @@ class _Loop:
         if not events and not self.ending and time.monotonic() >= self.deadline:
             self.stop("wall")
         for fd, _ in events:
-            watched = self.by_fd[fd]
+            watched = self.by_fd.get(fd)
             if isinstance(watched, Capture):
                 self._drained(fd, watched)
-            else:
+            elif isinstance(watched, Host):
+                self._host_event(fd, watched)
+            elif watched is not None:
                 _reap(watched)
                 self._close(fd)
                 if watched.role == self.main:
                     self._end_all("done")
+
+    def _host_event(self, fd: int, host: Host) -> None:
+        """The host finished the job (a message on its channel) or died (its pidfd): either way
+        the job is over for this run, and the host is no longer watched by it."""
+        if fd == host.pidfd:
+            host.died()
+        elif host.reply is None:
+            host.finished()
+        if host.reply is None and host.wait_status is None:  # its channel closed as it died
+            self._close(fd)
+            return
+        for watched in (host.channel.fileno(), host.pidfd):
+            if watched in self.open_fds:
+                self._close(watched)
+        self._end_all("done")
 
     def stop(self, reason: str) -> None:
         """A limit of the run was hit: everyone ends, and the run's verdict is that limit."""
@@ -193,6 +277,8 @@ class _Loop:
         self.ending = True
         for member in self.members:
             member.kill(reason)
+        if self.host is not None:
+            self.host.kill(reason)
 
 
 def _reap(member: Member) -> None:

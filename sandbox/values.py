@@ -30,11 +30,13 @@ import base64
 import decimal
 import fractions
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 BIG_INT_DIGITS = 4000  # below Python's int/str conversion limit (4,300 digits)
 _BIG_INT = 10**BIG_INT_DIGITS
+_LONG_NUMBER = re.compile(rb"[0-9]{%d}" % (BIG_INT_DIGITS + 1))
 MAX_ITER_ITEMS = 1 << 20  # a generator is listed up to this many items
 
 
@@ -178,14 +180,27 @@ def decode(data: bytes | str, json_compatible: bool = False) -> Any:
     can make building them slow.
     """
     hook = _json_untag if json_compatible else _untag
+    options: dict[str, Any] = {"object_pairs_hook": hook}
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    if _LONG_NUMBER.search(raw):  # in a number, or maybe only in a string: each int is checked
+        options["parse_int"] = _bounded_int
     try:
-        return json.loads(data, object_pairs_hook=hook)
+        return json.loads(data, **options)
     except DecodeError:
         raise
     except RecursionError:
         raise DecodeError("nested too deeply") from None
     except (ValueError, TypeError, OverflowError, MemoryError, UnicodeDecodeError) as error:
         raise DecodeError(f"{type(error).__name__}: {error}") from None
+
+
+def _bounded_int(text: str) -> int:
+    """An int literal, refused past BIG_INT_DIGITS: decimal text to int is quadratic, and the
+    process's own digit limit may be lifted (a library can), so the cap is ours. Longer ints
+    travel as hex."""
+    if len(text.lstrip("-")) > BIG_INT_DIGITS:
+        raise DecodeError(f"a number of more than {BIG_INT_DIGITS} digits")
+    return int(text)
 
 
 def _untag(pairs: list[tuple[str, Any]]) -> Any:

@@ -163,7 +163,9 @@ def _memory(run: Observed, limits: Mapping[str, Any], stderr: bytes) -> str | No
 
 
 def _judge_end(judge: Observed, limits: Mapping[str, Any]) -> Verdict | None:
-    """A judge that did not end by exiting 0: whose fault it was."""
+    """A judge that did not end well: whose fault it was."""
+    if judge.cpu_s > limits["cpu_s"]:
+        return Status.TIMEOUT, f"CPU limit of {limits['cpu_s']} s exceeded (judging the program's values)"
     if judge.signal is None and judge.exit_code == 0:
         return None
     if judge.signal == signal.SIGXCPU or (judge.signal == signal.SIGKILL and judge.cpu_s >= limits["cpu_s"]):

@@ -196,9 +196,14 @@ def fork_servers(node: WorkerProcess, numpy: bool) -> list[int]:
                 command = Path(f"/proc/{pid}/cmdline").read_bytes()
             except GONE:
                 continue
-            if b"sandbox._server" in command and (b'"numpy"' in command) == numpy:
+            if b"sandbox._server" in command and ("numpy" in _server_config(command)["preload"]) == numpy:
                 found.append(pid)
     return found
+
+
+def _server_config(command: bytes) -> dict[str, Any]:
+    """A fork server's config: the JSON argument of its command line."""
+    return json.loads(command.rstrip(b"\0").split(b"\0")[-1])
 
 
 def running_programs(node: WorkerProcess, older_than_s: float = 0.0) -> list[int]:

@@ -159,3 +159,57 @@ def test_a_good_reply_read_outside() -> None:
     frame = len(body).to_bytes(4, "big") + body
     assert bridge.parse_reply(frame).value == {"a": (1, 2)}
     assert bridge.parse_reply(frame, json_compatible=True).value == {"a": [1, 2]}
+
+
+# -- the judge host: one process per slot running judges, job after job ----------------------------
+
+COUNT = """
+import sys
+sys.evalfarm_jobs = getattr(sys, "evalfarm_jobs", 0) + 1
+report({"status": "ok", "jobs": sys.evalfarm_jobs, "recursion": sys.getrecursionlimit()})
+"""
+
+
+def jobs_seen(sandbox: Sandbox) -> int:
+    run = sandbox.run_judged("def f(): pass\n", JudgeSpec(COUNT))
+    assert run.status is Status.OK, run.error
+    return (run.judge or {})["jobs"]
+
+
+def test_one_host_judges_job_after_job_and_retires_when_a_judge_leaves_a_thread(sandbox: Sandbox) -> None:
+    first = jobs_seen(sandbox)
+    assert jobs_seen(sandbox) == first + 1  # the same process, not a fresh one per job
+    thread = "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+    assert sandbox.run_judged("def f(): pass\n", JudgeSpec(thread + COUNT)).status is Status.OK
+    assert jobs_seen(sandbox) == 1  # the host it left behind a thread in retired: a fresh one
+
+
+def test_what_a_judge_changes_of_the_process_is_put_back(sandbox: Sandbox) -> None:
+    change = (
+        "import os, sys\nsys.setrecursionlimit(50)\nos.environ['X'] = '1'\nos.chdir('/')\n"
+        "report({'status': 'ok'})\n"
+    )
+    assert sandbox.run_judged("def f(): pass\n", JudgeSpec(change)).status is Status.OK
+    state = "[sys.getrecursionlimit(), 'X' in os.environ, os.getcwd()]"
+    check = f"import os, sys\nreport({{'status': 'ok', 'state': {state}}})\n"
+    run = sandbox.run_judged("def f(): pass\n", JudgeSpec(check))
+    assert (run.judge or {})["state"] == [1000, False, "/tmp"]
+
+
+def test_a_judge_past_the_wall_clock_is_a_timeout_and_the_next_job_gets_a_fresh_host(
+    sandbox: Sandbox,
+) -> None:
+    run = sandbox.run_judged(
+        "def f(): pass\n", JudgeSpec("while True:\n    pass\n"), Limits(wall_s=1, cpu_s=5)
+    )
+    assert run.status is Status.TIMEOUT and run.wall_s < 3
+    assert jobs_seen(sandbox) == 1
+
+
+def test_a_judges_cpu_time_counts_against_the_jobs_limit(sandbox: Sandbox) -> None:
+    spin = (
+        "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end:\n    pass\n"
+        "report({'status': 'ok'})\n"
+    )
+    run = sandbox.run_judged("def f(): pass\n", JudgeSpec(spin), Limits(wall_s=5, cpu_s=1))
+    assert run.status is Status.TIMEOUT and "judging" in (run.error or "")

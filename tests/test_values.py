@@ -194,6 +194,20 @@ def test_malformed_bytes_are_a_decode_error(data: bytes) -> None:
         values.decode(data)
 
 
+def test_a_long_number_is_refused_whatever_the_process_digit_limit_but_a_long_string_is_not() -> None:
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # as a library may have done
+    try:
+        with pytest.raises(values.DecodeError):
+            values.decode(b"9" * 5000)
+        assert values.decode(values.encode("9" * 5000)) == "9" * 5000
+        assert values.decode(values.encode(10**6000)) == 10**6000
+    finally:
+        sys.set_int_max_str_digits(limit)
+
+
 def test_json_decoding_refuses_what_json_cannot_hold() -> None:
     for value in ({1, 2}, b"x", 1j, range(3)):
         with pytest.raises(values.DecodeError):

@@ -42,8 +42,8 @@ class Walker:
             index = self.joints.index(joint)
             if sum(m[:2].count(index) for m in self.muscles) > MAX_MUSCLES_PER_JOINT:
                 return False
-        return all(
-            math.sqrt((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2) >= MIN_JOINT_DISTANCE
+        return not any(  # as OpenELM compares: a distance that is nan is not too close
+            math.sqrt((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2) < MIN_JOINT_DISTANCE
             for a, b in itertools.combinations(self.joints, r=2)
         )
 
