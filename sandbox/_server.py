@@ -518,7 +518,8 @@ class _Run:
         cgroup_cpu_s = cgroups.cpu_s() if cgroups else None
         facts = {}
         for member in members:
-            facts[member.role] = dict(member.facts(), ended_by=stopped_for or member.ended_by)
+            observed = member.facts()
+            facts[member.role] = dict(observed, ended_by=stopped_for or observed["ended_by"])
             if member.role != "judge":  # the one process of the run in the slot's cgroups
                 facts[member.role]["oom_killed"] = oom_killed
                 if cgroup_cpu_s is not None:  # its children's CPU too, reaped or not

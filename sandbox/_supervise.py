@@ -92,9 +92,15 @@ class Member:
         os.kill(self.pid, signal.SIGKILL)
 
     def facts(self) -> dict[str, Any]:
-        """What was observed, for the verdict (`sandbox.verdict.Observed`)."""
+        """What was observed, for the verdict (`sandbox.verdict.Observed`).
+
+        Ended by the supervisor only if it died of the supervisor's SIGKILL: a process can be on its
+        way out (its descriptors closed, not yet a zombie) when the kill is sent, and then its own
+        exit status says it ended itself.
+        """
         status = self.wait_status or 0
         rusage = self.rusage
+        killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         return {
             "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
             "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
@@ -102,7 +108,7 @@ class Member:
             "wall_s": self.wall_s,
             # A native run's max RSS is this server's: its launcher starts in a vfork of this process.
             "max_rss_mb": None if self.native or rusage is None else rusage.ru_maxrss / 1024,
-            "ended_by": self.ended_by,
+            "ended_by": self.ended_by if killed else None,
             "native": self.native,
         }
 

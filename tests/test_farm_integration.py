@@ -71,7 +71,12 @@ def test_farm_results_equal_inline_results(workers, farm) -> None:
     workers.start(EVALFARM_SLOT_BASE="8", EVALFARM_EXTRA_ENVS="{}")  # slots apart from the inline pool's
     through_farm = farm.score(jobs)
     assert [r["id"] for r in through_farm] == [j.get("id") for j in jobs]
-    assert [comparable(r) for r in through_farm] == [comparable(r) for r in inline]
+    differ = [
+        {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}
+        for a, b in zip(map(comparable, through_farm), map(comparable, inline), strict=True)
+        if a != b
+    ]
+    assert differ == []
     assert not [(r["id"], r["error"]) for r in through_farm if r.is_infra]
 
 
