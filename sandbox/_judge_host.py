@@ -1,21 +1,26 @@
-"""The judge host: one long-lived sandboxed process per fork server that runs judges, one job at a time.
+"""The judge host: one long-lived sandboxed process per fork server, from which judges are forked.
 
-A judge is trusted code (a HumanEval test, say) that calls a candidate serving in a sandboxed process
-of its own. Forking a fresh process per judge cost as much as the candidate's own run; the judge host
-is forked once, walls up like any run, and takes each job over its control channel: the job's payload,
-the two pipes to its candidate, a report memfd and an output pipe. No candidate can reach it (another
-PID namespace, pipes that carry data only), and no candidate is ever forked from it, so the tests it
-has held are no one's to read.
+A judge is the problem's code (a HumanEval test, say) that calls a candidate serving in a sandboxed
+process of its own. Putting up a fresh process's walls for it per job cost as much as the candidate's
+own run; the judge host walls itself in once and forks judges, which inherit its walls. It never runs
+a judge itself, and never reads a job's bytes (its children read their own payloads).
 
-Between jobs it puts back what a test may have changed of the process (the recursion limit, the
-working directory, the environment) and retires (exits, to be started again on the next job) after a
-job that failed, left a thread behind, or grew it past its memory budget, and after RETIRE_AFTER jobs.
+One judge serves the jobs of one problem: jobs arrive with a key (a hash of the judge's program and
+data, the candidate's answer excepted), and a judge takes every consecutive job of its key, a fresh
+namespace each time; a job of another key gets a freshly forked judge. So what one problem's test
+does to its process (a patched module, a seeded random, a thread) can reach only jobs of the same
+problem, which its own test judges anyway, and no problem's test ever sees another's data. GRPO sends
+a problem's completions together: they share one judge. A judge that fails retires.
+
+No candidate can reach the host or its judges (another PID namespace, pipes that carry data only),
+and no candidate is forked from them. Each job arrives on the control channel: its payload, the two
+pipes to its candidate, a report memfd and an output pipe. The host answers when the job's judge is
+done, with the CPU time the judge reports for it, or with how the judge died.
 """
 
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
 import os
 import resource
@@ -27,38 +32,110 @@ from typing import Any, NoReturn
 from sandbox import _payload, _protocol, bridge
 
 CONTROL_FD = 3
-RETIRE_AFTER = 1000  # jobs
-RETIRE_RSS_BYTES = 512 << 20
-_COMPILED_CACHE = 16  # distinct judge programs kept compiled
 
 
 def serve() -> NoReturn:
-    """Take jobs from the server until it closes the channel (or this process retires)."""
+    """Pass each job to the judge of its key (forked when there is none) until the channel closes."""
     channel = socket.socket(fileno=CONTROL_FD)
     _protocol.send(channel, {"ready": True})
-    baseline = _Baseline()
-    compiled: dict[bytes, Any] = {}
-    for served in range(1, RETIRE_AFTER + 1):
+    judge: _Judge | None = None
+    while True:
+        try:
+            request, fds = _protocol.recv(channel)
+        except (_protocol.ProtocolError, OSError):
+            os._exit(0)
+        _reap_retired()
+        if judge is None or judge.key != request["key"]:
+            if judge is not None:
+                judge.stop()
+            judge = _Judge(request["key"])
+        reply = judge.run(request, fds)
+        if reply is None:  # it died: how, and its CPU time, are the kernel's to say
+            reply = judge.reap()
+            judge = None
+        elif reply.get("retire"):
+            judge.stop()
+            judge = None
+        _protocol.send(channel, reply)
+
+
+class _Judge:
+    """A forked judge, serving the jobs of one key over a channel of its own."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        ours, theirs = _protocol.channel_pair()
+        self.pid = os.fork()
+        if self.pid == 0:
+            # Nothing of the host's but its own channel: the job in hand (whose descriptors the host
+            # holds now) arrives on that channel like every other.
+            ours.detach()
+            keep = theirs.fileno()
+            os.closerange(3, keep)
+            os.closerange(keep + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+            _serve_jobs(theirs)
+        theirs.close()
+        self.channel = ours
+
+    def run(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any] | None:
+        """Hand the judge one job; its reply, or None when it died first."""
+        try:
+            _protocol.send(self.channel, request, fds)
+            reply, _ = _protocol.recv(self.channel)
+        except (_protocol.ProtocolError, OSError):
+            return None
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return reply
+
+    def reap(self) -> dict[str, Any]:
+        """How a judge that died mid-job ended."""
+        self.channel.close()
+        _, status, usage = os.wait4(self.pid, 0)
+        return {
+            "done": True,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        }
+
+    def stop(self) -> None:
+        """End the judge (its problem's jobs are over): it exits at the end of its channel, and is
+        reaped later (its exit is not worth waiting for before the next job)."""
+        self.channel.close()
+        _RETIRED.append(self.pid)
+
+
+_RETIRED: list[int] = []  # judges that were told to exit, not yet reaped
+
+
+def _reap_retired() -> None:
+    for pid in list(_RETIRED):
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            _RETIRED.remove(pid)
+
+
+def _serve_jobs(channel: socket.socket) -> NoReturn:
+    """A judge's loop: one job at a time, until the host closes the channel."""
+    while True:
         try:
             request, fds = _protocol.recv(channel)
         except (_protocol.ProtocolError, OSError):
             os._exit(0)
         job = dict(zip(request["fds"], fds, strict=True))
         started = time.process_time()
-        try:
-            clean = _judge(request, job, compiled)
-        finally:
-            for fd in fds:
-                os.close(fd)
-        retire = not (clean and baseline.restore()) or served == RETIRE_AFTER
-        _protocol.send(channel, {"done": True, "cpu_s": time.process_time() - started, "retire": retire})
-        if retire:
-            os._exit(0)
-    os._exit(0)
+        with _Output(job["output"]):
+            clean = _judge(request, job)
+        for fd in fds:
+            os.close(fd)
+        cpu_s = time.process_time() - started
+        reply = {"done": True, "cpu_s": cpu_s, "exit_code": 0 if clean else 1, "signal": None}
+        _protocol.send(channel, dict(reply, retire=not clean))
 
 
-def _judge(request: dict[str, Any], job: dict[str, int], compiled: dict[bytes, Any]) -> bool:
-    """Run one job's judge with its output on the job's pipe; whether it ended cleanly."""
+def _judge(request: dict[str, Any], job: dict[str, int]) -> bool:
+    """Run one job's judge program; whether it ended without failing itself."""
     header, (code, data) = _payload.unpack(_payload.read_fd(job["payload"]))
     report_fd = job["report"]
 
@@ -74,30 +151,19 @@ def _judge(request: dict[str, Any], job: dict[str, int], compiled: dict[bytes, A
     }
     report({"started": True})
     _limit_memory(request["memory_mb"])
-    with _Output(job["output"]):
-        try:
-            exec(_compiled(code, compiled), namespace)
-        except MemoryError:
-            report({"status": "memory_limit", "error": "the judge ran out of memory on the program's values"})
-            return False
-        except BaseException as error:
-            report({"status": "judge_error", "error": f"the judge failed: {type(error).__name__}: {error}"})
-            return False
+    try:
+        exec(compile(code, "judge.py", "exec"), namespace)
+    except MemoryError:
+        report({"status": "memory_limit", "error": "the judge ran out of memory on the program's values"})
+        return False
+    except BaseException as error:  # a judge's failure is its report
+        report({"status": "judge_error", "error": f"the judge failed: {bridge.describe(error)}"})
+        return False
     return True
 
 
-def _compiled(code: bytes, cache: dict[bytes, Any]) -> Any:
-    """A judge program compiled once (they are the envs' own few programs)."""
-    key = hashlib.sha256(code).digest()
-    if key not in cache:
-        if len(cache) >= _COMPILED_CACHE:
-            cache.clear()
-        cache[key] = compile(code, "judge.py", "exec")
-    return cache[key]
-
-
 def _limit_memory(memory_mb: int) -> None:
-    """This job's address space: what the host uses now plus the job's memory limit."""
+    """This job's address space: what the process uses now plus the job's memory limit."""
     with open("/proc/self/statm") as statm:
         used = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     hard = resource.getrlimit(resource.RLIMIT_AS)[1]
@@ -106,7 +172,7 @@ def _limit_memory(memory_mb: int) -> None:
 
 
 class _Output:
-    """The job's output pipe on descriptors 1 and 2 for the job's duration; the host's own after."""
+    """The job's output pipe on descriptors 1 and 2 for the job's duration; the judge's own after."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -121,35 +187,8 @@ class _Output:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except Exception:
+            except BaseException:  # a judge may have closed or replaced them
                 pass
         for target, saved in zip((1, 2), self.saved, strict=True):
             os.dup2(saved, target)
             os.close(saved)
-
-
-class _Baseline:
-    """What a job may have changed of this process, to be put back (or the host retired)."""
-
-    def __init__(self) -> None:
-        self.recursion = sys.getrecursionlimit()
-        self.cwd = os.getcwd()
-        self.environ = dict(os.environ)
-        self.streams = (sys.stdin, sys.stdout, sys.stderr)
-
-    def restore(self) -> bool:
-        """Put back what can be; False when the host must retire instead."""
-        sys.setrecursionlimit(self.recursion)
-        os.chdir(self.cwd)
-        if dict(os.environ) != self.environ:
-            os.environ.clear()
-            os.environ.update(self.environ)
-        sys.stdin, sys.stdout, sys.stderr = self.streams
-        threading = sys.modules.get("threading")  # imported only if a judge started a thread
-        alone = threading is None or threading.active_count() == 1
-        return alone and _rss() < RETIRE_RSS_BYTES
-
-
-def _rss() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

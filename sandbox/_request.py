@@ -8,6 +8,7 @@ the server's observations and the run's output memfds. The status is decided her
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from typing import Any
 
@@ -142,7 +143,9 @@ def judged(code: bytes, judge: JudgeSpec, limits: Limits) -> Request:
             {"max_reply_bytes": judge.max_reply_bytes}, judge.code.encode(), judge.data
         ),
     }
-    request = {"kind": "judged", "limits": limits.to_dict(), "judge": {"limits": {}}}
+    # The problem's key: consecutive jobs of one problem share a judge (sandbox._judge_host).
+    key = hashlib.sha256(blobs["judge_payload"]).hexdigest()
+    request = {"kind": "judged", "limits": limits.to_dict(), "judge": {"key": key}}
     return Request(request, blobs, limits, judged=True)
 
 

@@ -286,7 +286,7 @@ class Server:
 
 class JudgeHost:
     """The slot's judge host (`sandbox._judge_host`): started for the first judged run, and again
-    whenever it retired, died, or was killed for a run's limit."""
+    whenever it died or was killed for a run's limit."""
 
     # Its own walls, as any run's; no CPU rlimit (it lives for many jobs: each job's CPU time is
     # reported and judged against that job's limit) and an address space it sets per job below.
@@ -320,18 +320,20 @@ class JudgeHost:
             self._forget()
             raise RuntimeError(f"the judge host did not start: {hello.get('setup_error', hello)}")
 
-    def submit(self, job: dict[str, int], memory_mb: int) -> Host:
-        """Hand the host one job's descriptors; the Host the run's supervision watches."""
+    def submit(self, job: dict[str, int], memory_mb: int, key: str) -> Host:
+        """Hand the host one job's descriptors (`key`: its problem's, which picks its judge); the Host
+        the run's supervision watches."""
         assert self.channel is not None and self.pid is not None
         names = list(job)
-        _protocol.send(self.channel, {"fds": names, "memory_mb": memory_mb}, [job[n] for n in names])
+        request = {"fds": names, "memory_mb": memory_mb, "key": key}
+        _protocol.send(self.channel, request, [job[n] for n in names])
         return Host("judge", self.pid, self.pidfd, self.channel, time.monotonic())
 
     def after(self, host: Host) -> None:
-        """Once a job is over: let the host go when it died, was killed, or retires."""
+        """Once a job is over: let the host go when it died or was killed for the run's limits."""
         if host.wait_status is not None:
             self.pid = None  # reaped by the supervision
-        if host.reply is None or host.reply.get("retire"):
+        if host.reply is None:
             self._forget()
 
     def _gone(self) -> bool:
@@ -435,7 +437,7 @@ class _Run:
         plan = self.server.plan(self.limits, "serve")
         candidate = self._start(lambda: self.server.fork("candidate", plan, candidate_fds), keep_open=True)
         try:
-            host = hosts.submit(job, self.limits["memory_mb"])
+            host = hosts.submit(job, self.limits["memory_mb"], str(judge["key"]))
         finally:
             self._close_owned()
         try:

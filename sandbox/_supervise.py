@@ -115,8 +115,8 @@ class Member:
 
 @dataclasses.dataclass
 class Host:
-    """A long-lived process of the slot doing one job of this run (the judge host): its end of the
-    job is a message on its channel, or its death."""
+    """A long-lived process of the slot running one job of this run (the judge host, through a
+    child it forks): the job's end is a message on its channel, or the host's death."""
 
     role: str
     pid: int
@@ -152,12 +152,19 @@ class Host:
         self.wall_s = self.wall_s or time.monotonic() - self.started
 
     def facts(self) -> dict[str, Any]:
-        """What was observed of the job: as a process that exited 0 when the host finished it."""
+        """What was observed of the job: its judge's exit as the host waited for it, or the host's death."""
         status = self.wait_status
-        if self.reply is not None:
+        if self.reply is not None:  # the job's judge ended: as the host's wait for it said
             cpu_s = float(self.reply.get("cpu_s") or 0.0)
-            return {"exit_code": 0, "signal": None, "cpu_s": cpu_s, "wall_s": self.wall_s, "ended_by": None}
-        return {
+            exit_code, signum = self.reply.get("exit_code"), self.reply.get("signal")
+            return {
+                "exit_code": exit_code,
+                "signal": signum,
+                "cpu_s": cpu_s,
+                "wall_s": self.wall_s,
+                "ended_by": None,
+            }
+        return {  # the host died (killed for the run's limit, or on its own) before the job ended
             "exit_code": os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None,
             "signal": os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
             "cpu_s": 0.0,

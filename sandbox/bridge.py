@@ -139,6 +139,17 @@ def _print_traceback(error: BaseException) -> None:
         pass
 
 
+def describe(error: BaseException) -> str:
+    """`Type: message` of an exception, whatever its message does (a judge reporting a candidate's
+    exception must not fail on it: an int too long to print, a message that raises)."""
+    name = type(error).__name__
+    try:
+        message = str(error)
+    except BaseException:  # the message is the candidate's
+        return name
+    return f"{name}: {message}"[:MAX_MESSAGE_CHARS] if message else name
+
+
 def _arguments(error: BaseException) -> list[Any] | None:
     """The exception's arguments, when they are plain values (so the judge's copy reads the same)."""
     try:

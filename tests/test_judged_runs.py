@@ -161,30 +161,25 @@ def test_a_good_reply_read_outside() -> None:
     assert bridge.parse_reply(frame, json_compatible=True).value == {"a": [1, 2]}
 
 
-# -- the judge host: one process per slot running judges, job after job ----------------------------
-
-COUNT = """
-import sys
-sys.evalfarm_jobs = getattr(sys, "evalfarm_jobs", 0) + 1
-report({"status": "ok", "jobs": sys.evalfarm_jobs, "recursion": sys.getrecursionlimit()})
-"""
+# -- the judge host: one walled-in process per slot, forking each job's judge ------------------------
 
 
-def jobs_seen(sandbox: Sandbox) -> int:
-    run = sandbox.run_judged("def f(): pass\n", JudgeSpec(COUNT))
-    assert run.status is Status.OK, run.error
-    return (run.judge or {})["jobs"]
+def test_nothing_a_judge_does_to_its_process_reaches_the_next_jobs_judge(sandbox: Sandbox) -> None:
+    # A job's test (which a model may have written) patches what every judge uses, and leaves a thread.
+    poison = (
+        "import builtins, json, threading, time\n"
+        "json.dumps = lambda *a, **k: '{\"status\": \"ok\"}'\n"
+        "builtins.AssertionError = KeyError\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "report({'status': 'ok'})\n"
+    )
+    assert sandbox.run_judged("def f(): pass\n", JudgeSpec(poison)).status is Status.OK
+    honest = "f = candidate.function('f')\nassert f() == 1\nreport({'status': 'ok'})\n"
+    run = sandbox.run_judged("def f():\n    return 2\n", JudgeSpec(honest))
+    assert run.status is Status.JUDGE_ERROR and "AssertionError" in (run.error or "")
 
 
-def test_one_host_judges_job_after_job_and_retires_when_a_judge_leaves_a_thread(sandbox: Sandbox) -> None:
-    first = jobs_seen(sandbox)
-    assert jobs_seen(sandbox) == first + 1  # the same process, not a fresh one per job
-    thread = "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
-    assert sandbox.run_judged("def f(): pass\n", JudgeSpec(thread + COUNT)).status is Status.OK
-    assert jobs_seen(sandbox) == 1  # the host it left behind a thread in retired: a fresh one
-
-
-def test_what_a_judge_changes_of_the_process_is_put_back(sandbox: Sandbox) -> None:
+def test_what_a_judge_changes_of_its_process_is_gone_for_the_next(sandbox: Sandbox) -> None:
     change = (
         "import os, sys\nsys.setrecursionlimit(50)\nos.environ['X'] = '1'\nos.chdir('/')\n"
         "report({'status': 'ok'})\n"
@@ -203,7 +198,8 @@ def test_a_judge_past_the_wall_clock_is_a_timeout_and_the_next_job_gets_a_fresh_
         "def f(): pass\n", JudgeSpec("while True:\n    pass\n"), Limits(wall_s=1, cpu_s=5)
     )
     assert run.status is Status.TIMEOUT and run.wall_s < 3
-    assert jobs_seen(sandbox) == 1
+    again = sandbox.run_judged("def f(): pass\n", JudgeSpec("report({'status': 'ok'})\n"))
+    assert again.status is Status.OK
 
 
 def test_a_judges_cpu_time_counts_against_the_jobs_limit(sandbox: Sandbox) -> None:
