@@ -168,7 +168,7 @@ def test_nothing_a_judge_does_to_its_process_reaches_the_next_jobs_judge(sandbox
     # A job's test (which a model may have written) patches what every judge uses, and leaves a thread.
     poison = (
         "import builtins, json, threading, time\n"
-        "json.dumps = lambda *a, **k: '{\"status\": \"ok\"}'\n"
+        'json.dumps = lambda *a, **k: \'{"status": "ok"}\'\n'
         "builtins.AssertionError = KeyError\n"
         "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
         "report({'status': 'ok'})\n"
