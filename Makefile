@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml tests/clients-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,grpo]'
 	$(BIN)/python -m pip install --quiet --no-deps -r tests/clients-requirements.txt
 	touch $(STAMP)
 

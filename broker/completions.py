@@ -27,6 +27,20 @@ ANSWER_FIELDS = {
 }
 
 
+# env id -> the top-level fields its jobs take besides `id`, `env` and `limits` (the answer's
+# included); a job's other fields are ignored and named in its result's `warnings`.
+JOB_FIELDS = {
+    "codecontests": ("completion", "code", "problem", "problem_id", "dataset", "reward_shape", "language",
+                     "trajectory"),
+    "humaneval": ("prompt", "completion", "test", "entry_point", "trajectory"),
+    "weight_edits": ("game", "answer", "episodes", "source", "episode_range", "trajectory"),
+    "program": ("code", "stdin", "files", "fetch_files", "language"),
+    "call": ("code", "func_name", "args", "kwargs", "max_value_bytes"),
+    "elm": ("code", "kind", "func_name"),
+}  # fmt: skip
+COMMON_FIELDS = ("id", "env", "limits")
+
+
 class TemplateError(ValueError):
     """A job template that cannot become a job (not an object, no known env)."""
 

@@ -8,6 +8,8 @@ from typing import Any
 # process that only produces jobs imports nothing of the sandbox (a unit test keeps them in step).
 INFRA_STATUS = "infra_error"
 INFRA_CODE = 6
+# Statuses that carry no reward: the farm failed, the problem's judge failed, or the job is malformed.
+REWARDLESS = frozenset({INFRA_STATUS, "judge_error", "invalid_job"})
 
 
 class Result(dict[str, Any]):
@@ -36,6 +38,12 @@ class Result(dict[str, Any]):
     def is_infra(self) -> bool:
         """True when the farm, not the program, failed: mask this sample, retry the job if needed."""
         return self.get("status") == INFRA_STATUS
+
+    @property
+    def has_reward(self) -> bool:
+        """False where no reward exists for the sample (infra_error, judge_error, invalid_job): a
+        trainer masks it; reading it as 0 would train on the farm's, the judge's or its own mistake."""
+        return self.get("status") not in REWARDLESS
 
     @property
     def ok(self) -> bool:

@@ -93,6 +93,9 @@ class Settings(BaseSettings):
     gateway_max_body_bytes: int = Field(default=32 << 20, ge=1024)
     gateway_max_jobs: int = Field(default=4096, ge=1, description="jobs (or codes, queries) per request")
     gateway_deadline_s: float = Field(default=600.0, gt=0, description="a native request's default deadline")
+    # Under OpenRLHF's remote reward client's own 180 s timeout, so that it sees the 503 (and retries)
+    # rather than giving up on a request the farm is still scoring.
+    gateway_openrlhf_deadline_s: float = Field(default=150.0, gt=0, description="/get_reward's deadline")
     gateway_linger_s: float = Field(default=0.05, ge=0, description="longest micro-batch wait, under load")
     gateway_batch_jobs: int = Field(default=1024, ge=1, description="most jobs per micro-batch")
 

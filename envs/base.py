@@ -23,6 +23,9 @@ class Env(abc.ABC):
     id: ClassVar[str]
     version: ClassVar[str]
     default_limits: ClassVar[Limits] = Limits()
+    # The top-level fields its jobs take besides `id`, `env` and `limits`; others are ignored and
+    # named in the result's `warnings`. Empty: not declared (nothing is named).
+    fields: ClassVar[frozenset[str]] = frozenset()
 
     @abc.abstractmethod
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:

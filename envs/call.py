@@ -52,6 +52,7 @@ class CallEnv(Env):
     """Returns what the untrusted code's function returned, as JSON in `result`."""
 
     id = "call"
+    fields = frozenset(CallJob.model_fields)
     version = "2"  # 2: the value crosses as data and is decoded outside the sandbox
     default_limits = Limits(wall_s=10.0, cpu_s=5.0, memory_mb=1024)
 

@@ -84,6 +84,7 @@ class ElmEnv(Env):
     """OpenELM's sandbox semantics: run code, call a function, return (and judge) its value."""
 
     id = "elm"
+    fields = frozenset(ElmJob.model_fields)
     version = "2"  # 2: the walker is validated by the worker, on the data that crossed
     # OpenELM discards what a program prints: a large cap, so printing never fails a program.
     default_limits = Limits(wall_s=10.0, cpu_s=10.0, memory_mb=1024, output_bytes=16 << 20)

@@ -72,6 +72,7 @@ class ProgramEnv(Env):
     """Runs the program once; no reward, the run itself is the result."""
 
     id = "program"
+    fields = frozenset(ProgramJob.model_fields)
     version = "2"  # 2: `language`
     default_limits = Limits()
 

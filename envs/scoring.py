@@ -25,12 +25,16 @@ def score_job(job: Any, ctx: Context) -> dict[str, Any]:
         if not isinstance(job_id, str) or not job_id:
             raise InvalidJob("id: required, a non-empty string")
         env = get_env(env_id)
+        job = {key: value for key, value in job.items() if value is not None}  # None: not given
         try:
             limits = env.default_limits.merged(job.get("limits"))
         except ValueError as error:
             raise InvalidJob(str(error)) from None
         result = make_result(job_id, env_id, Status.OK, None)
         result.update(env.score(job, limits, ctx))
+        warnings = _unknown_fields(job, env.fields)
+        if warnings:
+            result["warnings"] = warnings
         result["code"] = Status(result["status"]).code
         result["env_version"] = env.version
         result["limits"] = limits.to_dict()
@@ -41,6 +45,17 @@ def score_job(job: Any, ctx: Context) -> dict[str, Any]:
         result = make_result(job_id, env_id, Status.INFRA_ERROR, None, f"{type(error).__name__}: {error}")
     result["run_s"] = round(time.perf_counter() - started, 6)
     return _writable(result)
+
+
+COMMON_FIELDS = frozenset({"id", "env", "limits"})
+
+
+def _unknown_fields(job: dict[str, Any], fields: frozenset[str]) -> list[str]:
+    """What the result says of the job's fields its env does not take (nothing when undeclared)."""
+    if not fields:
+        return []
+    unknown = sorted(set(job) - fields - COMMON_FIELDS)
+    return [f"unknown field {name!r} ignored" for name in unknown[:20]]
 
 
 def _writable(result: dict[str, Any]) -> dict[str, Any]:

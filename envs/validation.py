@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from envs.base import InvalidJob
 
@@ -13,10 +13,20 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class JobModel(BaseModel):
-    """Base of job models: strict types (no "1" for 1), unknown fields tolerated, immutable."""
+    """Base of job models: strict types (no "1" for 1), a field given as None absent, unknown fields
+    tolerated (the scoring layer names them in the result's `warnings`), immutable."""
 
-    # Jobs also carry `id`, `env`, `limits` and whatever the producer adds: those are not ours to refuse.
+    # Jobs also carry `id`, `env`, `limits`: those are not the env's to refuse.
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _none_is_absent(cls, data: Any) -> Any:
+        """A field given as None is a field not given (what `datasets` writes for a key a row lacks):
+        its default applies, or it is reported as required."""
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
 
 
 def validate_job(model: type[ModelT], job: Mapping[str, Any]) -> ModelT:

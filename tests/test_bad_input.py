@@ -128,3 +128,30 @@ def test_a_file_with_one_bad_line_scores_the_others(tmp_path: Path) -> None:
     assert [(r["id"], r["status"]) for r in results] == [("a", "ok"), (None, "invalid_job"), ("b", "ok")]
     assert results[0]["stdout"] == "42\n" and "not valid UTF-8" in results[1]["error"]
     assert b"Traceback" not in completed.stderr
+
+
+def test_a_field_given_as_none_is_a_field_not_given(ctx: Context) -> None:
+    # What `datasets` writes for a key a row lacks: the field's default applies (or it is required).
+    problem = {
+        "id": "p",
+        "description": None,
+        "public_tests": None,
+        "hidden_tests": [{"input": "", "output": ""}],
+    }
+    job = {"id": "n", "env": "codecontests", "code": "pass", "problem": problem, "problem_id": None,
+           "reward_shape": None, "limits": None}  # fmt: skip
+    result = score_job(job, ctx)
+    assert result["status"] != "invalid_job", result["error"]
+    missing = score_job(
+        {"id": "m", "env": "humaneval", "prompt": "", "completion": "", "test": None}, ctx
+    )
+    assert (missing["status"], missing["error"]) == ("invalid_job", "test: required")
+
+
+def test_a_field_its_env_does_not_take_is_named_in_warnings(ctx: Context) -> None:
+    job = {"id": "w", "env": "call", "code": "def f(): return 1", "func_name": "f", "deadline_s": 2, "arg": 1}
+    result = score_job(job, ctx)
+    assert result["status"] == "ok"
+    assert result["warnings"] == ["unknown field 'arg' ignored", "unknown field 'deadline_s' ignored"]
+    clean = score_job({"id": "c", "env": "call", "code": "def f(): return 1", "func_name": "f"}, ctx)
+    assert "warnings" not in clean

@@ -414,6 +414,22 @@ def test_a_programs_nan_or_lone_surrogate_is_written_not_a_500(farm: Farm) -> No
     assert raised["status"] == "runtime_error" and "\ud800" in raised["error"]
 
 
+def test_a_request_posted_again_while_it_is_scored_is_not_scored_twice(farm: Farm, tmp_path: Path) -> None:
+    # A client that times out and posts the same request again (OpenRLHF's, verl's) waits on the
+    # first one's jobs: each job runs once, and both requests get its result.
+    log = tmp_path / "runs.log"
+    jobs = [{"id": f"again-{i}", "env": "sleepy", "sleep_s": 1.0, "value": i, "runs_log": str(log)} for i in range(2)]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(requests.post, f"{farm.url}/v1/score", json={"jobs": jobs}, timeout=60)
+        time.sleep(0.3)  # the first is being scored
+        second = pool.submit(requests.post, f"{farm.url}/v1/score", json={"jobs": jobs}, timeout=60)
+        answers = [first.result().json()["results"], second.result().json()["results"]]
+    assert [[r["status"] for r in results] for results in answers] == [["ok", "ok"], ["ok", "ok"]]
+    assert sorted(log.read_text().split()) == ["again-0", "again-1"]  # one run each
+    again = requests.post(f"{farm.url}/v1/score", json={"jobs": jobs[:1]}, timeout=60).json()["results"]
+    assert again[0]["status"] == "ok" and len(log.read_text().split()) == 3  # once done, it runs anew
+
+
 def test_health_and_metrics(farm: Farm) -> None:
     health = requests.get(f"{farm.url}/v1/health", timeout=5)
     assert health.status_code == 200 and health.json()["nodes"] == 1 and health.json()["processes"] == 2

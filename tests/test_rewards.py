@@ -1,8 +1,8 @@
 """The trainer adapters, deduplication, the result cache and the two example loops.
 
 The adapters are called as their trainers call them: TRL's `reward_func(prompts=, completions=,
-completion_ids=, trainer_state=, log_extra=, log_metric=, **columns)` (and through TRL's own
-GRPOTrainer plumbing when `trl` is importable), verl's batch `compute_score(data_sources=,
+completion_ids=, trainer_state=, log_extra=, log_metric=, **columns)` (and by TRL's own GRPOTrainer
+in tests/test_grpo.py), verl's batch `compute_score(data_sources=,
 solution_strs=, ground_truths=, extra_infos=)` and its per-sample form. Against a real farm.
 """
 
@@ -21,6 +21,8 @@ import pytest
 from farm_support import ROOT, client_settings, sleepy_jobs
 
 from broker.client import Farm
+from broker.errors import ConfigError
+from broker.result import Result
 from broker.rewards import answer_text, make_trl_reward, trl_jobs, verl_compute_score, verl_compute_score_one
 
 redis_server = farm_support.redis_server
@@ -39,6 +41,79 @@ TEST = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 
 
 # -- no server ----------------------------------------------------------------------------------------
+
+
+class SyncFarm:
+    """A stand-in client whose results say what the test wants (the adapters' own logic, no farm)."""
+
+    def __init__(self, statuses: dict[str, str]) -> None:
+        self.statuses = statuses
+        self.calls: list[dict[str, Any]] = []
+
+    def score(self, jobs: list[dict[str, Any]], **options: Any) -> list[Result]:
+        self.calls.append({"jobs": jobs, **options})
+        results = []
+        for job in jobs:
+            status = self.statuses.get(job["completion"], "ok")
+            reward = {"ok": 1.0, "wrong_answer": 0.0}.get(status)
+            results.append(Result(id=job["id"], status=status, reward=reward, error=f"{status} here"))
+        return results
+
+
+class AsyncFarmLike(SyncFarm):
+    async def score(self, jobs: list[dict[str, Any]], **options: Any) -> list[Result]:  # type: ignore[override]
+        return super().score(jobs, **options)
+
+
+def test_a_mistake_is_not_a_reward() -> None:
+    # The farm's fault, the judge's, and the row's own malformed job: no reward (TRL masks None).
+    farm = SyncFarm(
+        {"a": "ok", "b": "wrong_answer", "c": "infra_error", "d": "judge_error", "e": "invalid_job"}
+    )
+    reward = make_trl_reward("humaneval", farm=farm)
+    assert trl_call(reward, ["a", "b", "c", "d", "e"], {}, test=[TEST] * 5) == [1.0, 0.0, None, None, None]
+
+
+def test_every_call_has_a_deadline_and_job_defaults_are_job_fields() -> None:
+    farm = SyncFarm({})
+    trl_call(make_trl_reward("humaneval", farm=farm), ["a"], {})
+    trl_call(make_trl_reward("humaneval", farm=farm, deadline_s=2), ["a"], {})
+    assert [call["deadline_s"] for call in farm.calls] == [300.0, 2.0]
+    with pytest.raises(ConfigError, match="deadline: not a field of humaneval jobs"):
+        make_trl_reward("humaneval", farm=farm, limits={"wall_s": 2}, deadline=2)  # not deadline_s
+    with pytest.raises(ConfigError, match="timeout: not a field of codecontests jobs"):
+        make_trl_reward("codecontests", farm=farm, timeout=5)
+    with pytest.raises(ConfigError, match="deadline_s: a number of seconds"):
+        make_trl_reward("humaneval", farm=farm, deadline_s=0)
+    make_trl_reward("codecontests", farm=farm, reward_shape="fraction_passed", language="cpp", limits={})
+
+
+def test_a_sync_farm_serves_an_async_reward_and_an_async_farm_no_sync_one() -> None:
+    farm = SyncFarm({"b": "wrong_answer"})
+    reward = make_trl_reward("humaneval", farm=farm, asynchronous=True)
+    rewards = asyncio.run(reward(prompts=[HEADER] * 2, completions=["a", "b"], test=[TEST] * 2))
+    assert rewards == [1.0, 0.0] and farm.calls[0]["deadline_s"] == 300.0
+    with pytest.raises(ConfigError, match="pass asynchronous=True"):
+        make_trl_reward("humaneval", farm=AsyncFarmLike({}))
+    assert asyncio.run(make_trl_reward("humaneval", farm=AsyncFarmLike({}), asynchronous=True)(
+        prompts=[HEADER], completions=["a"], test=[TEST]
+    )) == [1.0]  # fmt: skip
+
+
+def test_a_none_column_is_a_field_not_given() -> None:
+    # `datasets` fills a key a row lacks with None: that is the key absent, not a value.
+    [job] = trl_jobs("codecontests", ["q"], [RIGHT], {"problem": [None], "problem_id": ["p1"]}, {})
+    assert "problem" not in job and job["problem_id"] == "p1"
+
+
+def test_the_clients_job_fields_are_the_envs() -> None:
+    # Kept beside the client so it imports no env; until the envs' catalog is the one place, equal.
+    from broker.completions import JOB_FIELDS
+    from envs.registry import get_env
+
+    assert {env: set(fields) for env, fields in JOB_FIELDS.items()} == {
+        env: set(get_env(env).fields) for env in JOB_FIELDS
+    }
 
 
 def test_the_answer_of_a_plain_or_conversational_completion() -> None:
@@ -118,7 +193,7 @@ def test_trl_reward_functions_sync_and_async(redis_server, workers) -> None:
     assert reward.__name__ == "evalfarm_humaneval"
     assert trl_call(reward, completions, logged, **columns) == [1.0, 0.0, 1.0]
     assert logged["extra"] == {"evalfarm_humaneval_status": ["ok", "wrong_answer", "ok"]}
-    assert logged["metric"] == {"evalfarm/humaneval/infra_masked": 0.0}
+    assert logged["metric"] == {"evalfarm/humaneval/masked": 0.0, "evalfarm/humaneval/infra_masked": 0.0}
     assert reward.last_results[2]["duplicate_of"] == "trl-0"  # the third is the first again: one run
 
     cc = make_trl_reward(
@@ -155,9 +230,9 @@ def test_an_infra_failure_is_none_for_trl_and_flagged_for_verl(
         scores = verl_compute_score(
             ["humaneval"] * 2, ["    return a + b\n", slow], [truth, json.dumps(truth)], [None, None]
         )
-    assert [(s["score"], s["status"], s["infra_error"]) for s in scores] == [
-        (1.0, "ok", False),
-        (0.0, "infra_error", True),
+    assert [(s["score"], s["status"], s["infra_error"], s["masked"]) for s in scores] == [
+        (1.0, "ok", False, False),
+        (0.0, "infra_error", True, True),
     ]
 
 
@@ -184,52 +259,9 @@ def test_verl_compute_score_batch_and_per_sample(
         and "ground truth" in scores[2]["error"]
     )
     one = verl_compute_score_one("codecontests", RIGHT, truth, None)
-    assert set(one) == {"score", "status", "infra_error", "error", "passed", "total"} and one["score"] == 1.0
-
-
-@pytest.mark.integration
-def test_trls_own_grpo_plumbing_calls_the_reward(redis_server, workers) -> None:
-    # TRL's GRPOTrainer._calculate_rewards itself, on a trainer object holding only what that method
-    # reads (a whole trainer needs a model). Skipped where trl (which pulls torch) is not installed.
-    trainer_module = pytest.importorskip(
-        "trl.trainer.grpo_trainer", reason="trl is not installed (it pulls torch)"
-    )
-    import threading
-    import types
-
-    workers.start()
-    loop = asyncio.new_event_loop()
-    threading.Thread(target=loop.run_forever, daemon=True).start()
-    funcs = [
-        make_trl_reward("humaneval", broker_url=redis_server.url),
-        make_trl_reward("humaneval", broker_url=redis_server.url, asynchronous=True),
-    ]
-    trainer = object.__new__(trainer_module.GRPOTrainer)
-    stub = {
-        "accelerator": types.SimpleNamespace(device="cpu"),
-        "reward_funcs": funcs,
-        "reward_processing_classes": [None, None],
-        "reward_func_names": [f.__name__ for f in funcs],
-        "state": None,
-        "environments": None,
-        "async_loop": loop,
-        "_log_completion_extra": lambda *a: None,
-        "_log_metric": lambda *a: None,
-    }
-    trainer.__dict__.update(stub)
-    inputs = [{"prompt": HEADER, "test": TEST, "entry_point": "add"}] * 2
-    try:
-        rewards = trainer._calculate_rewards(
-            inputs, [HEADER] * 2, ["    return a + b\n", "    return 0\n"], [[1], [2]]
-        )
-    except (AttributeError, TypeError) as error:  # a TRL whose method reads more of the trainer
-        pytest.skip(f"this TRL's _calculate_rewards needs more of a trainer: {error}")
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-    assert rewards.tolist() == [[1.0, 1.0], [0.0, 0.0]]
-
-
-# -- deduplication and the result cache ---------------------------------------------------------------------
+    assert set(one) == {"score", "status", "masked", "infra_error", "error", "passed", "total"}
+    assert one["score"] == 1.0 and one["masked"] is False
+    assert scores[2]["masked"] is True
 
 
 @pytest.mark.integration

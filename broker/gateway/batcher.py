@@ -8,13 +8,17 @@ or after `linger_s` at the latest: many small requests then ride few batches, an
 few messages, so they cost about what one batch of all their jobs would (a batch sent while others
 are in flight is packed for efficiency alone: the others keep the pool busy). Each flush is one
 `AsyncFarm.stream` call, whose results resolve the futures as they arrive; identical jobs (same id
-and content) from different requests are scored once.
+and content) from different requests are scored once, also when one arrives while the other is still
+being scored: a client that posts a request again after its own timeout (OpenRLHF's, verl's) waits on
+the first one's jobs instead of having them scored twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -55,14 +59,31 @@ class Batcher:
         self._scheduled: dict[bool, asyncio.Handle | None] = {False: None, True: None}
         self._outstanding = 0  # jobs sent to the farm, not yet answered
         self._tasks: set[asyncio.Task[None]] = set()
+        self._in_flight: dict[str, asyncio.Future[Result]] = {}  # a job's content -> its future
 
     def submit(
         self, jobs: list[Any], deadline_s: float, priority: bool = False
     ) -> list[asyncio.Future[Result]]:
-        """Queue `jobs`; one future per job, resolved with its result (infra_error past the deadline)."""
+        """Queue `jobs`; one future per job, resolved with its result (infra_error past the deadline).
+        A job identical to one queued or being scored shares its future."""
         loop = asyncio.get_running_loop()
         deadline = time.monotonic() + deadline_s
-        waiting = [_Waiting(job, loop.create_future(), deadline) for job in jobs]
+        futures: list[asyncio.Future[Result]] = []
+        waiting = []
+        for job in jobs:
+            key = _content(job)
+            known = self._in_flight.get(key) if key is not None else None
+            if known is not None:
+                futures.append(known)
+                continue
+            future: asyncio.Future[Result] = loop.create_future()
+            if key is not None:
+                self._in_flight[key] = future
+                future.add_done_callback(functools.partial(self._landed, key))
+            waiting.append(_Waiting(job, future, deadline))
+            futures.append(future)
+        if not waiting:
+            return futures
         lane = self._lanes[priority]
         lane.extend(waiting)
         if len(lane) >= self.max_jobs:
@@ -72,7 +93,11 @@ class Batcher:
                 self._scheduled[priority] = loop.call_soon(self._flush, priority)
             else:
                 self._scheduled[priority] = loop.call_later(self.linger_s, self._flush, priority)
-        return [w.future for w in waiting]
+        return futures
+
+    def _landed(self, key: str, _: asyncio.Future[Result]) -> None:
+        """A job's future resolved: an identical job from now on is scored anew."""
+        self._in_flight.pop(key, None)
 
     def low_water(self) -> int:
         """Unanswered jobs below which waiting jobs are sent at once."""
@@ -131,6 +156,14 @@ class Batcher:
             self._flush(priority)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _content(job: Any) -> str | None:
+    """A job's identity for sharing: its canonical JSON (None when it has none)."""
+    try:
+        return json.dumps(job, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
 
 
 async def results_in_order(

@@ -7,9 +7,12 @@ the env's answer field (`broker.completions`). The response is `{"rewards", "sco
 per-sample numbers for the trainer's logs (`passed` of `total` tests where an env counts them).
 A job with no reward (an env that gives none) rewards 0.0.
 
-An infra failure that outlived the farm's retries answers HTTP 503, never a reward: OpenRLHF's
-client retries the request (five times), then leaves the sample unrewarded. A malformed request or
-label answers 400.
+An infra failure that outlived the farm's retries answers HTTP 503, never a reward, within
+`gateway_openrlhf_deadline_s` (150 s, under the client's own 180 s timeout, so the client sees the
+503 rather than posting the request again while it is still being scored). OpenRLHF's client retries
+the request (five times), then raises: OpenRLHF 0.11 cannot mask a sample, so a farm fault that
+outlasts its retries stops the run (the README says what to configure). A malformed request or label
+answers 400; a label the farm's judge cannot judge (`judge_error`) answers 422: no reward exists.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ async def get_reward(request: Request, gateway: Gateway) -> Response:
         ]
     except TemplateError as error:
         raise RequestError(400, f"labels: {error}") from None
-    results = await gateway.score("/get_reward", jobs, gateway.settings.gateway_deadline_s)
+    results = await gateway.score("/get_reward", jobs, gateway.settings.gateway_openrlhf_deadline_s)
     infra = [r for r in results if r.is_infra]
     if infra:
         return JSONResponse(
@@ -70,6 +73,9 @@ async def get_reward(request: Request, gateway: Gateway) -> Response:
     invalid = [r for r in results if r.get("status") == "invalid_job"]
     if invalid:
         raise RequestError(400, f"labels: {invalid[0].get('error')}")
+    unjudged = [r for r in results if not r.has_reward]
+    if unjudged:
+        raise RequestError(422, f"no reward exists for {len(unjudged)} samples: {unjudged[0].get('error')}")
     rewards = [float(r.reward) if r.reward is not None else 0.0 for r in results]
     return JSONResponse({"rewards": rewards, "scores": rewards, "extra_logs": extra_logs(results)})
 

@@ -60,6 +60,7 @@ class CodeContestsEnv(Env):
     """Competitive-programming answers against stdin/stdout tests."""
 
     id = "codecontests"
+    fields = frozenset(CodeContestsJob.model_fields) | {"trajectory"}
     version = "2"  # 2: `language`
     default_limits = Limits(wall_s=4.0, cpu_s=2.0, memory_mb=512, output_bytes=4 << 20)
 

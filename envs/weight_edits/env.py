@@ -102,6 +102,9 @@ class WeightEditsEnv(Env):
     """Grades weight-edit answers in MinAtar as seed 004's `grade_answer` does."""
 
     id: ClassVar[str] = "weight_edits"
+    fields: ClassVar[frozenset[str]] = frozenset(
+        {"game", "answer", "episodes", "source", "episode_range", "trajectory"}
+    )
     version: ClassVar[str] = "1.0.0"
     # 1000 freeway episodes (the slowest game, 2.5 M steps) take about a second on the compiled
     # path, whatever the answer's density; answers the bounds rarely certify (huge weights with tied
