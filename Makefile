@@ -3,13 +3,17 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# mypy reads the package as it is installed: `evalfarm.<room>` for each top-level folder (symlinks).
+TYPECHECK := build/typecheck/evalfarm
+ROOMS := sandbox envs tasks broker gateway trainers workers
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test check lint bench clean
 
+# Everything: the client, the worker's and the gateway's extras, the tests' and the GRPO test's.
 $(STAMP): pyproject.toml tests/clients-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,grpo]'
+	$(BIN)/python -m pip install --quiet -e '.[all,dev,grpo]'
 	$(BIN)/python -m pip install --quiet --no-deps -r tests/clients-requirements.txt
 	touch $(STAMP)
 
@@ -18,19 +22,26 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/evalfarm demo
 
+# The whole suite (what CI runs), with the slowest tests named at the end.
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 
-test-fast: setup
-	$(BIN)/python -m pytest -m "not slow and not integration"
+# The quick loop, under 2 minutes on 2 cores: the unit tests, one case per sandbox layer and one
+# real farm round trip (tests marked `check`).
+check: setup
+	$(BIN)/python -m pytest -m "check or not (slow or integration or sandbox or minatar or chaos)" \
+		--durations=10
 
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy
+	rm -rf $(dir $(TYPECHECK)) && mkdir -p $(TYPECHECK)
+	ln -s ../../../evalfarm/__init__.py $(TYPECHECK)/__init__.py
+	for room in $(ROOMS); do ln -s ../../../$$room $(TYPECHECK)/$$room; done
+	$(BIN)/mypy $(TYPECHECK)
 
 bench: setup
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache

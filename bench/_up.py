@@ -16,7 +16,7 @@ class RunningUp:
     """`evalfarm up --workers N [ARGUMENTS]` with `environment` added to this process's."""
 
     def __init__(self, *arguments: str, workers: int = 2, **environment: str) -> None:
-        command = [sys.executable, "-m", "workers.cli", "up", "--workers", str(workers), *arguments]
+        command = [sys.executable, "-m", "evalfarm.workers.cli", "up", "--workers", str(workers), *arguments]
         self.proc = subprocess.Popen(
             command,
             cwd=ROOT,

@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from envs.base import Context  # noqa: E402
-from envs.scoring import score_job  # noqa: E402
-from sandbox import Limits, Sandbox, languages  # noqa: E402
+from evalfarm.envs.base import Context  # noqa: E402
+from evalfarm.envs.scoring import score_job  # noqa: E402
+from evalfarm.sandbox import Limits, Sandbox, languages  # noqa: E402
 
 SOLUTION = r"""
 #include <bits/stdc++.h>

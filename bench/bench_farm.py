@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 from _up import RunningUp  # noqa: E402
 
-from broker import AsyncFarm, Farm  # noqa: E402
-from workers.demo_jobs import humaneval_jobs, program_jobs  # noqa: E402
+from evalfarm.broker import AsyncFarm, Farm  # noqa: E402
+from evalfarm.workers.demo_jobs import humaneval_jobs, program_jobs  # noqa: E402
 
 WORKERS = 2
 GOAL_RATIO = 1.10
@@ -54,7 +54,16 @@ def write_jobs(path: Path, jobs: list[dict[str, Any]]) -> Path:
 
 def timed_score(jobs: Path, out: Path, *where: str) -> tuple[float, dict[str, int]]:
     """Wall time of one `evalfarm score` run, and its results counted by status."""
-    command = [sys.executable, "-m", "workers.cli", "score", str(jobs), "-o", str(out), "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "evalfarm.workers.cli",
+        "score",
+        str(jobs),
+        "-o",
+        str(out),
+        "--no-progress",
+    ]
     started = time.perf_counter()
     subprocess.run([*command, *where], cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
     elapsed = time.perf_counter() - started

@@ -30,9 +30,9 @@ import aiohttp  # noqa: E402
 import requests  # noqa: E402
 from _up import RunningUp  # noqa: E402
 
-from broker import Farm  # noqa: E402
-from workers.demo_jobs import humaneval_jobs  # noqa: E402
-from workers.embedded import free_port  # noqa: E402
+from evalfarm.broker import Farm  # noqa: E402
+from evalfarm.workers.demo_jobs import humaneval_jobs  # noqa: E402
+from evalfarm.workers.embedded import free_port  # noqa: E402
 
 GOAL_LATENCY_MS = 5.0
 GOAL_RATIO = 0.80

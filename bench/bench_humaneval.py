@@ -125,7 +125,7 @@ def run_evalfarm(samples: list[dict[str, Any]], workdir: Path) -> tuple[float, d
             job_id = _task(sample) if one_each else f"{_task(sample)}#{index}"  # verdicts by task, when one
             job = {"id": job_id, "env": "humaneval", "completion": sample["completion"], **fields}
             file.write(json.dumps(job) + "\n")
-    command = [sys.executable, "-m", "workers.cli", "score", str(jobs), "-o", str(results)]
+    command = [sys.executable, "-m", "evalfarm.workers.cli", "score", str(jobs), "-o", str(results)]
     command += ["--inline", "--workers", str(WORKERS), "--no-progress"]
     started = time.perf_counter()
     subprocess.run(command, cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
@@ -146,7 +146,7 @@ def codecontests_overhead(rounds: int = 15) -> tuple[float, float]:
 
     Rounds of each alternate, and the medians are kept, so load from other processes hits both alike.
     """
-    from envs import Context, score_job
+    from evalfarm.envs import Context, score_job
 
     code = "print(int(input()) * 2)\n"
     tests = [{"input": f"{i}\n", "output": f"{2 * i}\n"} for i in range(CC_TESTS)]

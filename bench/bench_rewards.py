@@ -27,11 +27,11 @@ sys.path.insert(0, str(ROOT))
 
 from _up import RunningUp  # noqa: E402
 
-from broker.client import Farm  # noqa: E402
-from broker.rewards import make_trl_reward  # noqa: E402
-from broker.settings import Settings  # noqa: E402
-from workers.demo_jobs import load_humaneval  # noqa: E402
-from workers.embedded import free_port  # noqa: E402
+from evalfarm.broker.client import Farm  # noqa: E402
+from evalfarm.broker.settings import Settings  # noqa: E402
+from evalfarm.trainers.rewards import make_trl_reward  # noqa: E402
+from evalfarm.workers.demo_jobs import load_humaneval  # noqa: E402
+from evalfarm.workers.embedded import free_port  # noqa: E402
 
 DUPLICATE_SHARE = 0.4
 
@@ -83,7 +83,7 @@ def main() -> int:
     try:
         prompts, completions, columns = step(args.prompts, args.group, seed=0)
         distinct = len(set(zip(prompts, completions, columns["test"], columns["entry_point"], strict=True)))
-        settings = Settings(_env_prefix="EVALFARM_BENCH_UNUSED_", broker_url=broker)  # type: ignore[call-arg]
+        settings = Settings(broker_url=broker)
         clients = {
             "deduplicated": Farm(settings=settings, progress=False),
             "every row run": Farm(

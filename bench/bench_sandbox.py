@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EVALFARM = [sys.executable, "-m", "workers.cli"]
+EVALFARM = [sys.executable, "-m", "evalfarm.workers.cli"]
 
 
 def bare_processes(argv: list[str], count: int, parallel: int = 2) -> float:

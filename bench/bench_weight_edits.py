@@ -35,11 +35,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from envs.weight_edits import apply_edits, grade_answer  # noqa: E402
-from envs.weight_edits.deadline import Deadline  # noqa: E402
-from envs.weight_edits.policy import Policy  # noqa: E402
-from envs.weight_edits.profiling import Profile  # noqa: E402
-from envs.weight_edits.runner import compile_loop, run_episodes  # noqa: E402
+from evalfarm.envs.weight_edits import apply_edits, grade_answer  # noqa: E402
+from evalfarm.envs.weight_edits.deadline import Deadline  # noqa: E402
+from evalfarm.envs.weight_edits.policy import Policy  # noqa: E402
+from evalfarm.envs.weight_edits.profiling import Profile  # noqa: E402
+from evalfarm.envs.weight_edits.runner import compile_loop, run_episodes  # noqa: E402
 
 SEED_NAME = "004_84e0b83d72e90365.txt"
 SEED_DIRS = tuple(

@@ -10,13 +10,16 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "AsyncFarm": "broker.aio",
-    "BatchStats": "broker.batch",
-    "ConfigError": "broker.errors",
-    "Farm": "broker.client",
-    "FarmError": "broker.errors",
-    "Result": "broker.result",
-    "Settings": "broker.settings",
+    "AsyncFarm": "evalfarm.broker.aio",
+    "BatchStats": "evalfarm.broker.batch",
+    "ConfigError": "evalfarm.broker.errors",
+    "Farm": "evalfarm.broker.client",
+    "FarmError": "evalfarm.broker.errors",
+    "Result": "evalfarm.broker.result",
+    "Settings": "evalfarm.broker.settings",
+    "ClientSettings": "evalfarm.broker.settings",
+    "WorkerSettings": "evalfarm.broker.settings",
+    "GatewaySettings": "evalfarm.broker.settings",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -24,5 +27,5 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'broker' has no attribute {name!r}")
+        raise AttributeError(f"module 'evalfarm.broker' has no attribute {name!r}")
     return getattr(importlib.import_module(_EXPORTS[name]), name)

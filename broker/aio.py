@@ -1,7 +1,8 @@
 """The asyncio client: `await farm.score(jobs)`, `async for index, result in farm.stream(jobs)`.
 
 The same guarantees as `Farm` (one result per job, exactly once, in order for `score`; infra errors
-marked, never a reward of 0; retries of what the farm failed), driven by the same `BatchRun`. Any
+marked, never a reward of 0; retries of what the farm failed), driven by the same loop
+(`broker.run.steps`), its requests awaited where `Farm` blocks on them. Any
 number of batches may be in flight at once from one event loop, each with its own reply list and
 deadline. Replies are awaited on an asyncio Redis client, so a waiting batch costs the loop nothing;
 publishing goes through Celery's own (blocking) protocol code in a worker thread.
@@ -13,12 +14,13 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from broker import audit, replies
-from broker.batch import BatchStats
-from broker.client import progress_bar
-from broker.producer import Producer, redis_options
-from broker.result import Result, infra_result
-from broker.settings import Settings
+from evalfarm.broker import audit, replies
+from evalfarm.broker.batch import BatchStats
+from evalfarm.broker.client import farm_status, progress_bar, unreachable
+from evalfarm.broker.producer import Producer, redis_options
+from evalfarm.broker.result import Result, infra_result
+from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
+from evalfarm.broker.settings import ClientSettings
 
 
 class AsyncFarm:
@@ -28,21 +30,20 @@ class AsyncFarm:
         self,
         broker_url: str | None = None,
         *,
-        settings: Settings | None = None,
+        settings: ClientSettings | None = None,
         processes: int | None = None,
         progress: bool = False,
     ) -> None:
         import redis.asyncio
 
-        settings = settings or Settings()
-        if broker_url:
-            settings = settings.model_copy(update={"broker_url": broker_url})
+        settings = (settings or ClientSettings.from_env()).with_broker(broker_url)
         self.settings = settings
         self.progress = progress
         self.last_stats = BatchStats()
         self._producer = Producer(settings, processes)
         self._redis = redis.asyncio.Redis.from_url(str(settings.backend_url), **redis_options(settings))
         self._sync_redis: Any = None  # for sizing, read in a thread
+        self._in_flight = 0
         self._audit_keys = audit.audit_keys(settings)
 
     async def __aenter__(self) -> AsyncFarm:
@@ -95,12 +96,14 @@ class AsyncFarm:
     ) -> AsyncIterator[tuple[int, Result]]:
         """Yield `(index, result)` for every job as results complete; each index exactly once.
 
-        `spread=False` packs the jobs into messages for efficiency alone, not also cut so that every
-        pool process gets a share: for a batch sent while others keep the farm busy.
+        The options of `Farm.stream`; the progress bar is off by default (it is for a terminal, not
+        for a server): `progress=True` shows it.
         """
         run = self._producer.new_run(jobs, deadline_s)
         reply_key = replies.new_reply_key()
-        bar = progress_bar(len(jobs), self.progress if progress is None else progress)
+        self._in_flight += 1  # one event loop: no lock needed
+        shown = self.progress and self._in_flight == 1 if progress is None else progress
+        bar = progress_bar(len(jobs), shown)
         try:
             known = self._producer.known_processes()
             if not spread:
@@ -108,26 +111,22 @@ class AsyncFarm:
             else:
                 run.plan(known if known is not None else await asyncio.to_thread(self.processes))
             lane = self._producer.lane(priority)
-            while True:
-                for index, result in run.drain():
+            loop = steps(run)
+            answer: Any = None  # what the last step asked for: replies, or the tasks found
+            while (step := next_step(loop, answer)) is not None:
+                answer = None
+                if isinstance(step, Deliver):
                     bar.update(1)
-                    yield index, result
-                if run.finished:
-                    return
-                if run.deadline_passed():
-                    run.expire()
-                    continue
-                due = run.due()
-                if due:
-                    await asyncio.to_thread(self._producer.publish, run, due, lane, reply_key)
-                waited = replies.areceive(self._redis, reply_key, run.wait_s(), len(run.pending))
-                for reply in await waited:
-                    run.on_reply(reply)
-                looked_for = run.audit_due()
-                if looked_for:
-                    run.audited(looked_for, await audit.alocate(self._redis, self._audit_keys, looked_for))
+                    yield step.index, step.result
+                elif isinstance(step, Publish):
+                    await asyncio.to_thread(self._producer.publish, run, step.outgoing, lane, reply_key)
+                elif isinstance(step, Receive):
+                    answer = await replies.areceive(self._redis, reply_key, step.wait_s, step.most)
+                else:
+                    answer = await audit.alocate(self._redis, self._audit_keys, step.task_ids)
         finally:
             bar.close()
+            self._in_flight -= 1
             self.last_stats = run.batch.stats
             abandoned = run.abandoned()
             await asyncio.shield(self._cleanup(abandoned, reply_key))
@@ -139,16 +138,15 @@ class AsyncFarm:
 
     async def status(self) -> dict[str, Any]:
         """Whether Redis answers, and the live worker nodes and pool processes it knows of."""
-        from broker.keys import NODE_KEY_PREFIX
+        from evalfarm.broker.keys import NODE_KEY_PREFIX
 
         try:
             await self._redis.ping()
             keys = [key async for key in self._redis.scan_iter(match=NODE_KEY_PREFIX + "*", count=1000)]
             values = await self._redis.mget(keys) if keys else []
         except Exception as error:  # unreachable: that is the answer
-            return {"redis": False, "error": f"{type(error).__name__}: {error}", "nodes": 0, "processes": 0}
-        sizes = [int(v) for v in values if v is not None]
-        return {"redis": True, "nodes": sum(1 for n in sizes if n), "processes": sum(sizes)}
+            return unreachable(error)
+        return farm_status(values)
 
     def known_processes(self) -> int | None:
         """The farm's pool size if known without asking Redis (given, or read less than 30 s ago)."""

@@ -1,4 +1,4 @@
-"""The Celery app of the farm, configured from `Settings` alone."""
+"""The Celery app of the farm, configured from `FarmSettings` alone."""
 
 from __future__ import annotations
 
@@ -7,27 +7,27 @@ from typing import Any
 from celery import Celery
 from kombu import Exchange, Queue
 
-from broker.errors import ConfigError
-from broker.keys import PRIORITY_STEPS, SEP
+from evalfarm.broker.errors import ConfigError
+from evalfarm.broker.keys import PRIORITY_STEPS, SEP
 
 # The farm's tasks (defined with the producer's run, which sends them by name and so never imports
 # the tasks' modules, and with them the envs): score a chunk of jobs; merge a split job's parts.
-from broker.run import MERGE_PARTS, SCORE_CHUNK
-from broker.settings import Settings
+from evalfarm.broker.run import MERGE_PARTS, SCORE_CHUNK
+from evalfarm.broker.settings import FarmSettings
 
 __all__ = ["MERGE_PARTS", "SCORE_CHUNK", "celery_config", "make_app", "transport_options"]
 
 
-def celery_config(settings: Settings) -> dict[str, Any]:
+def celery_config(settings: FarmSettings) -> dict[str, Any]:
     """The Celery settings of the farm; each reliability choice is explained where it is made."""
     if not settings.broker_url:
         raise ConfigError("no broker URL: set EVALFARM_BROKER_URL or pass --broker")
     return {
         "broker_url": settings.broker_url,
         # kombu's Redis transport, but a queue item that is not an envelope is dropped, not fatal.
-        "broker_transport": "broker.transport:Transport",
+        "broker_transport": "evalfarm.broker.transport:Transport",
         # Celery's Redis backend, pushing each task's outcome to its producer's reply list.
-        "result_backend": f"broker.backend:ReplyBackend+{settings.backend_url}",
+        "result_backend": f"evalfarm.broker.backend:ReplyBackend+{settings.backend_url}",
         "evalfarm_reply_ttl_s": settings.reply_ttl_s,
         # JSON only: a message is data from a producer we do not control, never pickle.
         "task_serializer": "json",
@@ -44,9 +44,6 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_reject_on_worker_lost": True,
         "task_retry_on_worker_lost": True,
         "task_acks_on_failure_or_timeout": True,
-        # How long the pool waits for a dead child's last result before declaring the chunk lost
-        # (Celery's 10 s default would make each retry of a crashing job cost 10 s).
-        "worker_lost_wait": settings.worker_lost_wait_s,
         "task_soft_time_limit": settings.task_soft_time_limit_s,
         "task_time_limit": settings.task_hard_time_limit_s,
         "task_track_started": False,
@@ -87,19 +84,16 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # A child opens its sandbox slot before it reports ready; on a loaded machine that can take
         # longer than Celery's 4 s, and a child killed for it would be replaced in a loop.
         "worker_proc_alive_timeout": 60.0,
-        "worker_send_task_events": settings.send_task_events,
-        # Task events published in a few messages a second, not one per event (workers/events.py).
-        "worker_consumer": "workers.events:Consumer",
         "worker_enable_remote_control": True,
         "task_send_sent_event": False,
     }
 
 
-def transport_options(settings: Settings) -> dict[str, Any]:
+def transport_options(settings: FarmSettings) -> dict[str, Any]:
     """kombu's Redis transport options: redelivery timing, priorities and health checks."""
     return {
         # A running task is redelivered once the visibility timeout passes: keep it above the hard
-        # time limit (Settings checks), and sweep for the messages of dead workers often.
+        # time limit (FarmSettings checks), and sweep for the messages of dead workers often.
         "visibility_timeout": settings.visibility_timeout_s,
         "unacked_restore_interval": settings.unacked_restore_interval_s,
         "unacked_restore_throttle": 1,
@@ -114,7 +108,7 @@ def transport_options(settings: Settings) -> dict[str, Any]:
     }
 
 
-def make_app(settings: Settings, name: str = "evalfarm") -> Celery:
+def make_app(settings: FarmSettings, name: str = "evalfarm") -> Celery:
     """A Celery app configured for the farm (no tasks registered: workers add them)."""
     app = Celery(name, set_as_current=False)
     app.conf.update(celery_config(settings))

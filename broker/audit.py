@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.keys import UNACKED_KEY, queue_keys
-from broker.settings import Settings
+from evalfarm.broker.keys import UNACKED_KEY, queue_keys
+from evalfarm.broker.settings import FarmSettings
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ return found
 """
 
 
-def audit_keys(settings: Settings) -> list[str]:
+def audit_keys(settings: FarmSettings) -> list[str]:
     """The script's keys: kombu's unacked hash, then every queue list."""
     return [UNACKED_KEY, *(key for keys in queue_keys(settings).values() for key in keys)]
 

@@ -19,7 +19,7 @@ from typing import Any
 from celery import states
 from celery.backends.redis import RedisBackend
 
-from broker.keys import REPLY_PREFIX
+from evalfarm.broker.keys import REPLY_PREFIX
 
 _PUSHED_STATES = frozenset({states.SUCCESS, states.FAILURE})
 

@@ -14,8 +14,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from broker.result import Result, from_worker, infra_result
-from broker.sharding import split_parts
+from evalfarm.broker.result import Result, from_worker, infra_result
+from evalfarm.broker.sharding import split_parts
 
 
 @dataclasses.dataclass

@@ -9,11 +9,10 @@ process. When a batch is too small for both, balance wins: the batch is short an
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from broker.settings import Settings
+from evalfarm.broker.settings import ClientSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +26,7 @@ class Chunk:
 
 def plan_chunks(
     jobs: Sequence[Any],
-    settings: Settings,
+    settings: ClientSettings,
     processes: int,
     cost_of: Callable[[Any], float] | None = None,
 ) -> list[Chunk]:
@@ -44,7 +43,7 @@ def plan_chunks(
     return chunks
 
 
-def chunk_cost_s(total_s: float, settings: Settings, processes: int) -> float:
+def chunk_cost_s(total_s: float, settings: ClientSettings, processes: int) -> float:
     """The work one chunk should carry for a batch of `total_s` seconds on `processes` processes
     (0: for efficiency alone, when other batches keep the pool busy)."""
     efficient = settings.message_overhead_s / settings.max_overhead
@@ -69,12 +68,6 @@ def _pack(queue: str, indices: list[int], costs: list[float], target_s: float, m
     if current:
         chunks.append(Chunk(queue, tuple(current), carried))
     return chunks
-
-
-def jobs_per_chunk(n_jobs: int, cost_s: float, settings: Settings, processes: int) -> int:
-    """How many equal jobs of `cost_s` seconds `plan_chunks` puts in one chunk."""
-    target = chunk_cost_s(n_jobs * cost_s, settings, processes)
-    return min(settings.max_chunk_jobs, max(1, math.floor(target / cost_s * (1 + 1e-9))))
 
 
 def _env_of(job: Any) -> Any:

@@ -13,13 +13,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from broker import audit, replies
-from broker.batch import BatchStats
-from broker.keys import NODE_KEY_PREFIX
-from broker.producer import Producer, redis_options
-from broker.result import Result, from_worker, infra_result
-from broker.run import BatchRun
-from broker.settings import Settings
+from evalfarm.broker import audit, replies
+from evalfarm.broker.batch import BatchStats
+from evalfarm.broker.keys import NODE_KEY_PREFIX
+from evalfarm.broker.producer import Producer, redis_options
+from evalfarm.broker.result import Result, from_worker, infra_result
+from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
+from evalfarm.broker.settings import ClientSettings
 
 __all__ = ["NODE_KEY_PREFIX", "Farm", "Result", "from_worker"]
 
@@ -36,15 +36,13 @@ class Farm:
         self,
         broker_url: str | None = None,
         *,
-        settings: Settings | None = None,
+        settings: ClientSettings | None = None,
         processes: int | None = None,
         progress: bool = True,
     ) -> None:
         import redis
 
-        settings = settings or Settings()
-        if broker_url:
-            settings = settings.model_copy(update={"broker_url": broker_url})
+        settings = (settings or ClientSettings.from_env()).with_broker(broker_url)
         self.settings = settings
         self.progress = progress
         self.last_stats = BatchStats()
@@ -96,12 +94,15 @@ class Farm:
         priority: bool = False,
         deadline_s: float | None = None,
         progress: bool | None = None,
+        spread: bool = True,
     ) -> Iterator[tuple[int, Result]]:
         """Yield `(index, result)` for every job as results complete; each index exactly once.
 
         `priority` sends the batch on the priority lane (ahead of background work); past
-        `deadline_s` (default `batch_deadline_s`) unfinished jobs come back as infra_error. The
-        progress bar is on by default only for a batch that is the client's only one in flight.
+        `deadline_s` (default `batch_deadline_s`) unfinished jobs come back as infra_error.
+        `spread=False` packs the jobs into messages for efficiency alone, not also cut so that every
+        pool process gets a share: for a batch sent while others keep the farm busy. The progress
+        bar is on by default only for a batch that is the client's only one in flight.
         """
         run = self._producer.new_run(jobs, deadline_s)
         reply_key = replies.new_reply_key()
@@ -110,10 +111,21 @@ class Farm:
             self._in_flight += 1
         bar = progress_bar(len(jobs), shown)
         try:
-            run.plan(self._producer.processes(self._redis))
-            for index, result in self._drive(run, self._producer.lane(priority), reply_key):
-                bar.update(1)
-                yield index, result
+            run.plan(self.processes() if spread else 0)
+            lane = self._producer.lane(priority)
+            loop = steps(run)
+            answer: Any = None  # what the last step asked for: replies, or the tasks found
+            while (step := next_step(loop, answer)) is not None:
+                answer = None
+                if isinstance(step, Deliver):
+                    bar.update(1)
+                    yield step.index, step.result
+                elif isinstance(step, Publish):
+                    self._producer.publish(run, step.outgoing, lane, reply_key)
+                elif isinstance(step, Receive):
+                    answer = replies.receive(self._redis, reply_key, step.wait_s, step.most)
+                else:
+                    answer = audit.locate(self._redis, self._audit_keys, step.task_ids)
         finally:
             bar.close()
             abandoned = run.abandoned()
@@ -128,21 +140,30 @@ class Farm:
         """Pool processes serving the farm: given, else as live worker nodes advertise."""
         return self._producer.processes(self._redis)
 
-    def _drive(self, run: BatchRun, lane: int, reply_key: str) -> Iterator[tuple[int, Result]]:
-        """Publish what is due, wait on the reply list, settle replies, until the batch is done."""
-        while True:
-            yield from run.drain()
-            if run.finished:
-                return
-            if run.deadline_passed():
-                run.expire()
-                continue
-            self._producer.publish(run, run.due(), lane, reply_key)
-            for reply in replies.receive(self._redis, reply_key, run.wait_s(), len(run.pending)):
-                run.on_reply(reply)
-            looked_for = run.audit_due()
-            if looked_for:
-                run.audited(looked_for, audit.locate(self._redis, self._audit_keys, looked_for))
+    def known_processes(self) -> int | None:
+        """The farm's pool size if known without asking Redis (given, or read less than 30 s ago)."""
+        return self._producer.known_processes()
+
+    def status(self) -> dict[str, Any]:
+        """Whether Redis answers, and the live worker nodes and pool processes it knows of."""
+        try:
+            self._redis.ping()
+            keys = list(self._redis.scan_iter(match=NODE_KEY_PREFIX + "*", count=1000))
+            values = self._redis.mget(keys) if keys else []
+        except Exception as error:  # unreachable: that is the answer
+            return unreachable(error)
+        return farm_status(values)
+
+
+def farm_status(node_values: list[Any]) -> dict[str, Any]:
+    """The status of a farm whose Redis answered, from its live nodes' advertised pool sizes."""
+    sizes = [int(v) for v in node_values if v is not None]
+    return {"redis": True, "nodes": sum(1 for n in sizes if n), "processes": sum(sizes)}
+
+
+def unreachable(error: Exception) -> dict[str, Any]:
+    """The status of a farm whose Redis did not answer."""
+    return {"redis": False, "error": f"{type(error).__name__}: {error}", "nodes": 0, "processes": 0}
 
 
 def forget(client: Any, reply_key: str) -> None:

@@ -2,7 +2,7 @@
 
 A trainer (or a reward server) holds a job template (the dataset's row: the problem, its tests, the
 game) and the text the model wrote; the job is the template with that text in its env's answer
-field. Kept here, with no import of the envs, so producers stay cheap to import.
+field (the catalog, `envs/catalog.py`, names it).
 """
 
 from __future__ import annotations
@@ -12,33 +12,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from evalfarm.envs.catalog import answer_field, answering_envs
+
 # Special tokens a chat template puts after the answer, as text decoded with them kept: `<|...|>`
 # (ChatML's <|im_end|>, <|endoftext|>, Llama 3's <|eot_id|>), `</s>`, `<eos>`, `<end_of_turn>`.
 _TRAILING_SPECIAL = re.compile(r"(?:\s*(?:<\|[^<>|\s]{1,40}\|>|</s>|<eos>|<end_of_turn>))+\s*$")
-
-# env id -> the job field that carries the model's answer.
-ANSWER_FIELDS = {
-    "codecontests": "completion",
-    "humaneval": "completion",
-    "weight_edits": "answer",
-    "program": "code",
-    "call": "code",
-    "elm": "code",
-}
-
-
-# env id -> the top-level fields its jobs take besides `id`, `env` and `limits` (the answer's
-# included); a job's other fields are ignored and named in its result's `warnings`.
-JOB_FIELDS = {
-    "codecontests": ("completion", "code", "problem", "problem_id", "dataset", "reward_shape", "language",
-                     "trajectory"),
-    "humaneval": ("prompt", "completion", "test", "entry_point", "trajectory"),
-    "weight_edits": ("game", "answer", "episodes", "source", "episode_range", "trajectory"),
-    "program": ("code", "stdin", "files", "fetch_files", "language"),
-    "call": ("code", "func_name", "args", "kwargs", "max_value_bytes"),
-    "elm": ("code", "kind", "func_name"),
-}  # fmt: skip
-COMMON_FIELDS = ("id", "env", "limits")
 
 
 class TemplateError(ValueError):
@@ -63,11 +41,11 @@ def job_from_template(
     """The job scoring `answer` against `template` (its env's answer field set, its id `job_id`)."""
     job = parse_template(template)
     env = job.get("env", default_env)
-    if env not in ANSWER_FIELDS:
-        known = ", ".join(sorted(ANSWER_FIELDS))
-        raise TemplateError(f"env: {env!r} takes no answer (one of {known})")
+    field = answer_field(env)
+    if field is None:
+        raise TemplateError(f"env: {env!r} takes no answer (one of {', '.join(answering_envs())})")
     job.update(env=env, id=job_id)
-    job[ANSWER_FIELDS[env]] = answer
+    job[field] = answer
     return job
 
 

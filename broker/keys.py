@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.settings import Settings
+from evalfarm.broker.settings import FarmSettings
 
 # kombu's Redis transport: priority p > 0 of queue q lives in the list "q<SEP>p", p = 0 in "q";
 # delivered, unacknowledged messages in the UNACKED hash (kombu's default names).
@@ -11,6 +11,7 @@ PRIORITY_STEPS = list(range(10))
 UNACKED_KEY = "unacked"
 
 NODE_KEY_PREFIX = "evalfarm:node:"  # + holder: a live node incarnation's pool size, with a short TTL
+METRICS_KEY_PREFIX = "evalfarm:metrics:"  # + holder: where that node serves /metrics, same TTL
 HELD_PREFIX = "evalfarm:held:"  # + holder: delivery tags of the messages that node holds
 HOLDERS_KEY = "evalfarm:holders"  # every holder that may still have a held set
 REPLY_PREFIX = "evalfarm:reply:"  # + batch: the reply list a producer blocks on (workers push only here)
@@ -21,6 +22,6 @@ def held_key(holder: str) -> str:
     return HELD_PREFIX + holder
 
 
-def queue_keys(settings: Settings) -> dict[str, list[str]]:
+def queue_keys(settings: FarmSettings) -> dict[str, list[str]]:
     """The Redis lists of each of the farm's queues, every priority."""
     return {queue: [queue, *(f"{queue}{SEP}{p}" for p in PRIORITY_STEPS if p)] for queue in settings.queues}

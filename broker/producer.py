@@ -14,10 +14,10 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from broker.batch import Batch
-from broker.keys import NODE_KEY_PREFIX
-from broker.run import BatchRun, Outgoing
-from broker.settings import Settings
+from evalfarm.broker.batch import Batch
+from evalfarm.broker.keys import NODE_KEY_PREFIX
+from evalfarm.broker.run import BatchRun, Outgoing
+from evalfarm.broker.settings import ClientSettings
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +31,8 @@ _PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0.1, "interval_step": 0.2,
 class Producer:
     """A producer's connection to the farm: publishes batches' tasks and sizes their chunks."""
 
-    def __init__(self, settings: Settings, processes: int | None = None) -> None:
-        from broker.app import make_app  # Celery only now: importing the client stays cheap
+    def __init__(self, settings: ClientSettings, processes: int | None = None) -> None:
+        from evalfarm.broker.app import make_app  # Celery only now: importing the client stays cheap
 
         self.settings = settings
         self.app = make_app(settings, name="evalfarm-producer")
@@ -143,7 +143,7 @@ def advertised_processes(client: Any) -> int:
         return 0
 
 
-def redis_options(settings: Settings) -> dict[str, Any]:
+def redis_options(settings: ClientSettings) -> dict[str, Any]:
     """Connection options of a producer's own Redis client (reply lists, sizing)."""
     return {
         "socket_timeout": 30,

@@ -15,7 +15,7 @@ import time
 import uuid
 from typing import Any
 
-from broker.keys import REPLY_PREFIX
+from evalfarm.broker.keys import REPLY_PREFIX
 
 log = logging.getLogger(__name__)
 

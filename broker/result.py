@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-# The contract's infra status and code. Kept here rather than imported from `sandbox` so a training
-# process that only produces jobs imports nothing of the sandbox (a unit test keeps them in step).
-INFRA_STATUS = "infra_error"
-INFRA_CODE = 6
+from evalfarm.sandbox.status import Status
+
+INFRA_STATUS = Status.INFRA_ERROR.value
+INFRA_CODE = Status.INFRA_ERROR.code
 # Statuses that carry no reward: the farm failed, the problem's judge failed, or the job is malformed.
-REWARDLESS = frozenset({INFRA_STATUS, "judge_error", "invalid_job"})
+REWARDLESS = frozenset(status.value for status in Status if not status.has_reward)
 
 
 class Result(dict[str, Any]):

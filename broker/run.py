@@ -1,9 +1,10 @@
 """One batch in flight, without any I/O: what to publish, what each reply settles, what to try again.
 
-The sync and the asyncio client drive a `BatchRun` the same way: publish what `due()` returns
-(reporting each with `published` or `publish_failed`), feed it every reply from the batch's reply
-list (`on_reply`), hand out what `drain()` gives, and wait at most `wait_s()` for the next reply;
-`expire()` once the deadline has passed. The rules for faults live here, once:
+`steps(run)` is the batch's loop, written once: a generator that yields each thing it needs done
+(`Publish` these tasks, `Receive` replies for at most so long, `Locate` these tasks in Redis) or has
+for the caller (`Deliver` a result), and is sent back what a request found. The sync client
+(`Farm`) performs the requests with blocking calls, the asyncio one (`AsyncFarm`) awaits them;
+neither has a rule of its own. The rules for faults live here, once:
 
 - a chunk that could not be published (Redis down) is published again with backoff until the
   deadline;
@@ -22,13 +23,13 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
-from broker.batch import Batch
-from broker.chunking import Chunk, plan_chunks
-from broker.result import INFRA_STATUS, Result
-from broker.settings import Settings
+from evalfarm.broker.batch import Batch
+from evalfarm.broker.chunking import Chunk, plan_chunks
+from evalfarm.broker.result import INFRA_STATUS, Result
+from evalfarm.broker.settings import ClientSettings
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +58,75 @@ class Outgoing:
         return self.task == MERGE_PARTS
 
 
+@dataclasses.dataclass(frozen=True)
+class Deliver:
+    """A result for the caller: job `index` of the batch is answered."""
+
+    index: int
+    result: Result
+
+
+@dataclasses.dataclass(frozen=True)
+class Publish:
+    """Publish these tasks (reporting each to the run with `published` or `publish_failed`)."""
+
+    outgoing: list[Outgoing]
+
+
+@dataclasses.dataclass(frozen=True)
+class Receive:
+    """Wait at most `wait_s` for replies on the batch's list; send back the list of replies read."""
+
+    wait_s: float
+    most: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Locate:
+    """Look for these tasks in Redis; send back the ids found, or None if Redis could not tell."""
+
+    task_ids: list[str]
+
+
+Step = Deliver | Publish | Receive | Locate
+
+
+def steps(run: BatchRun) -> Generator[Step, Any, None]:
+    """The batch's loop: until every job is answered, deliver what is settled, publish what is due,
+    wait for replies, and look for tasks pending too long; past the deadline, expire the rest."""
+    while True:
+        for index, result in run.drain():
+            yield Deliver(index, result)
+        if run.finished:
+            return
+        if run.deadline_passed():
+            run.expire()
+            continue
+        due = run.due()
+        if due:
+            yield Publish(due)
+        for reply in (yield Receive(run.wait_s(), len(run.pending))):
+            run.on_reply(reply)
+        looked_for = run.audit_due()
+        if looked_for:
+            run.audited(looked_for, (yield Locate(looked_for)))
+
+
+def next_step(loop: Generator[Step, Any, None], answer: Any) -> Step | None:
+    """The batch loop's next step, given the answer to its last one; None once the batch is done."""
+    try:
+        return loop.send(answer)
+    except StopIteration:
+        return None
+
+
 class BatchRun:
     """A batch's tasks in flight and the decisions about their replies."""
 
     def __init__(
         self,
         batch: Batch,
-        settings: Settings,
+        settings: ClientSettings,
         deadline: float,
         cost_of: Callable[[Any], float],
         learn: Callable[[list[dict[str, Any]]], None],

@@ -1,56 +1,44 @@
-"""The farm's configuration: one typed object built from `EVALFARM_*` variables at process start."""
+"""The farm's configuration, one typed object per role: what a producer, a worker node or the gateway
+needs to know.
+
+Each is a plain value: `ClientSettings(broker_url=...)` reads nothing but its arguments. A process
+that takes its configuration from its environment says so: `WorkerSettings.from_env()` reads the
+`EVALFARM_*` variables of its fields (`EVALFARM_BROKER_URL`, `EVALFARM_CPUS='[0, 1]'`, ...), with
+JSON for lists and maps. The roles share `FarmSettings`, what every process of one farm must agree
+on (where Redis is, the queues, the time limits that decide when a message is redelivered);
+`Settings` has every role's fields, for a command that plays them all (`evalfarm up`).
+"""
 
 from __future__ import annotations
 
-import math
-from typing import Any
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any, Self
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-# Seconds one job of each env costs a worker, as a first guess for chunking (measured on a 2-core
-# machine with the sandbox's fork server); the client refines the guesses from the `run_s` of the
-# results it receives. Unknown envs fall back to `default_job_cost_s`.
-DEFAULT_JOB_COSTS_S = {
-    "program": 0.007,
-    "call": 0.007,
-    "humaneval": 0.008,
-    "codecontests": 0.1,
-    "weight_edits": 5.0,
-}
+from evalfarm.envs.catalog import ENVS
+
+ENV_PREFIX = "EVALFARM_"
 
 
-class Settings(BaseSettings):
-    """Everything a producer, a worker node or `evalfarm up` needs to know; read from `EVALFARM_*`."""
+class FarmSettings(BaseModel):
+    """What every process of one farm must agree on: where it lives, its queues, its time limits."""
 
-    model_config = SettingsConfigDict(env_prefix="EVALFARM_", extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     # Where the farm lives. No broker means "start an embedded farm" for `evalfarm score`.
     broker_url: str | None = None
     result_backend: str | None = Field(default=None, description="defaults to broker_url")
 
-    # Workloads: env id -> queue; envs not listed go to `default_queue`.
+    # Workloads: env id -> queue; envs not listed go to `default_queue` (the catalog's queues).
     default_queue: str = "code"
-    env_queues: dict[str, str] = {"weight_edits": "minatar"}
+    env_queues: dict[str, str] = Field(
+        default_factory=lambda: {env_id: entry.queue for env_id, entry in ENVS.items() if entry.queue}
+    )
     # kombu's Redis transport serves lower priority numbers first; a producer asks for the lane.
     priority_lane: int = Field(default=0, ge=0, le=9)
     background_priority: int = Field(default=6, ge=0, le=9)
-
-    # Worker nodes.
-    concurrency: int | None = Field(default=None, ge=1, description="pool processes; default: one per CPU")
-    cpus: list[int] | None = None
-    slot_base: int = Field(default=0, ge=0, description="first sandbox slot of this node")
-    max_tasks_per_child: int = Field(default=1000, ge=1)
-    max_memory_per_child_mb: int = Field(default=2048, ge=64)
-    extra_envs: dict[str, str] = Field(default_factory=dict, description="env id -> module:Class")
-    datasets_dir: str | None = None
-    warm_sandbox: bool = Field(default=True, description="start each child's sandbox before its first job")
-    metrics_port: int = Field(default=9808, ge=0, le=65535, description="/metrics port; 0: no metrics")
-    metrics_host: str = Field(default="127.0.0.1", description="address /metrics binds; 0.0.0.0 in clusters")
-    metrics_dir: str | None = Field(default=None, description="multiprocess files; default: a fresh tmp dir")
-    # Celery's task events (received, started, succeeded: one set per message, a chunk of jobs), which
-    # Flower shows; about 1% of a farm's time on trivial jobs (bench/bench_farm.py).
-    send_task_events: bool = True
 
     # Reliability. A chunk that outlives its soft limit answers its unfinished jobs as infra_error; the
     # hard limit kills the child; the visibility timeout must exceed it or Redis redelivers a running task.
@@ -62,45 +50,42 @@ class Settings(BaseSettings):
     # nodes put back the messages it held (about node_dead_after_s + heartbeat_interval_s after).
     heartbeat_interval_s: float = Field(default=1.0, gt=0)
     node_dead_after_s: float = Field(default=6.0, gt=0)
-    worker_lost_retries: int = Field(default=2, ge=0, description="redeliveries after a child dies")
-    worker_lost_wait_s: float = Field(default=2.0, gt=0, description="wait for a dead child's result")
     result_expires_s: float = Field(default=86400.0, gt=0)
+    reply_ttl_s: int = Field(default=600, ge=1, description="a reply list outlives its last push by this")
     health_check_interval_s: int = Field(default=10, ge=0)
     broker_connect_retries: int | None = Field(default=None, ge=0, description="None: retry forever")
-
-    # Producer: chunking and batches.
-    message_overhead_s: float = Field(default=0.003, gt=0, description="measured cost of one message")
-    max_overhead: float = Field(default=0.02, gt=0, lt=1, description="target share of overhead")
-    messages_per_process: int = Field(default=4, ge=1)
-    max_chunk_jobs: int = Field(default=256, ge=1)
-    job_costs_s: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_JOB_COSTS_S))
-    default_job_cost_s: float = Field(default=0.05, gt=0)
-    farm_processes: int | None = Field(default=None, ge=1, description="pool processes of the farm")
-    batch_deadline_s: float = Field(default=3600.0, gt=0)
-    episodes_per_part: int = Field(default=250, ge=0, description="split weight edits; 0: never")
-    job_retries: int = Field(default=2, ge=0, description="re-sends of a job answered infra_error")
-    # Jobs of a batch identical in everything but their id are scored once (`duplicate_of`).
-    deduplicate: bool = True
-    # Workers keep results in Redis for this long, keyed by the job's content and its env's version,
-    # and answer a job seen before from there (0: off). For loops that re-score the same programs.
-    result_cache_ttl_s: int = Field(default=0, ge=0)
-    lost_task_audit_s: float = Field(default=30.0, gt=0, description="look for tasks pending this long")
-    reply_ttl_s: int = Field(default=600, ge=1, description="a reply list outlives its last push by this")
     publish_retries: int = Field(default=40, ge=0, description="about 0.5 s apart: rides out a Redis restart")
 
-    # The HTTP gateway (`evalfarm gateway`).
-    gateway_token: str | None = Field(default=None, description="bearer token; required off loopback")
-    gateway_max_body_bytes: int = Field(default=32 << 20, ge=1024)
-    gateway_max_jobs: int = Field(default=4096, ge=1, description="jobs (or codes, queries) per request")
-    gateway_deadline_s: float = Field(default=600.0, gt=0, description="a native request's default deadline")
-    # Under OpenRLHF's remote reward client's own 180 s timeout, so that it sees the 503 (and retries)
-    # rather than giving up on a request the farm is still scoring.
-    gateway_openrlhf_deadline_s: float = Field(default=150.0, gt=0, description="/get_reward's deadline")
-    gateway_linger_s: float = Field(default=0.05, ge=0, description="longest micro-batch wait, under load")
-    gateway_batch_jobs: int = Field(default=1024, ge=1, description="most jobs per micro-batch")
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **values: Any) -> Self:
+        """These settings from `EVALFARM_*` variables (of `environ`, default the process's own),
+        `values` taking precedence; a malformed variable is a ValidationError naming it."""
+        from pydantic_settings import EnvSettingsSource  # its import costs ~0.1 s: only when reading
+
+        source = EnvSettingsSource(cls, env_prefix=ENV_PREFIX, case_sensitive=False)  # type: ignore[arg-type]
+        if environ is not None:
+            source.env_vars = {key.lower(): value for key, value in environ.items()}
+        return cls.model_validate({**source(), **values})
+
+    @field_validator("broker_url", "result_backend")
+    @classmethod
+    def _check_url(cls, url: str | None) -> str | None:
+        """Refuse a Redis URL no client can connect with (a bad port, a database that is not a
+        number), with the reason, rather than retrying it until a deadline."""
+        if url is None or url.split("://", 1)[0] not in ("redis", "rediss"):
+            return url
+        parsed = urllib.parse.urlsplit(url)
+        try:
+            parsed.port  # noqa: B018 - parsing it is the check
+        except ValueError as error:
+            raise ValueError(f"not a Redis URL: {url!r} ({error})") from None
+        database = parsed.path.strip("/")
+        if database and not database.isdigit():
+            raise ValueError(f"not a Redis URL: {url!r} (the database {database!r} is not a number)")
+        return url
 
     @model_validator(mode="after")
-    def _check_time_limits(self) -> Settings:
+    def _check_time_limits(self) -> Self:
         """Refuse limits that would run a task twice or kill it before it can answer."""
         if self.task_hard_time_limit_s <= self.task_soft_time_limit_s:
             raise ValueError("task_hard_time_limit_s must exceed task_soft_time_limit_s")
@@ -108,8 +93,6 @@ class Settings(BaseSettings):
             raise ValueError("visibility_timeout_s must exceed task_hard_time_limit_s")
         if self.node_dead_after_s < 3 * self.heartbeat_interval_s:
             raise ValueError("node_dead_after_s must be at least 3 heartbeat intervals")
-        if self.result_expires_s <= self.batch_deadline_s:
-            raise ValueError("result_expires_s must exceed batch_deadline_s (the longest batch)")
         return self
 
     @property
@@ -128,10 +111,83 @@ class Settings(BaseSettings):
             self.env_queues.get(env_id, self.default_queue) if isinstance(env_id, str) else self.default_queue
         )
 
+    def with_broker(self, broker_url: str | None) -> Self:
+        """These settings pointed at `broker_url` (unchanged when it is None or empty)."""
+        if not broker_url:
+            return self
+        return type(self).model_validate({**self.model_dump(), "broker_url": broker_url})
+
+
+class ClientSettings(FarmSettings):
+    """A producer's: how batches are cut into messages, how long they may take, what is retried."""
+
+    # Chunking (broker/chunking.py): one message costs about `message_overhead_s` of a worker.
+    message_overhead_s: float = Field(default=0.003, gt=0, description="measured cost of one message")
+    max_overhead: float = Field(default=0.02, gt=0, lt=1, description="target share of overhead")
+    messages_per_process: int = Field(default=4, ge=1)
+    max_chunk_jobs: int = Field(default=256, ge=1)
+    # First guesses of one job's cost per env (the catalog's), refined from the results' `run_s`.
+    job_costs_s: dict[str, float] = Field(
+        default_factory=lambda: {env_id: entry.cost_s for env_id, entry in ENVS.items()}
+    )
+    default_job_cost_s: float = Field(default=0.05, gt=0)
+    farm_processes: int | None = Field(default=None, ge=1, description="pool processes of the farm")
+    batch_deadline_s: float = Field(default=3600.0, gt=0)
+    episodes_per_part: int = Field(default=250, ge=0, description="split weight edits; 0: never")
+    job_retries: int = Field(default=2, ge=0, description="re-sends of a job answered infra_error")
+    # Jobs of a batch identical in everything but their id are scored once (`duplicate_of`).
+    deduplicate: bool = True
+    lost_task_audit_s: float = Field(default=30.0, gt=0, description="look for tasks pending this long")
+
+    @model_validator(mode="after")
+    def _check_batch_deadline(self) -> Self:
+        """A result must outlive the longest batch that may still read it."""
+        if self.result_expires_s <= self.batch_deadline_s:
+            raise ValueError("result_expires_s must exceed batch_deadline_s (the longest batch)")
+        return self
+
     def job_cost_s(self, env_id: Any) -> float:
         """The first guess of one job's cost for `env_id`."""
         return self.job_costs_s.get(env_id, self.default_job_cost_s) if isinstance(env_id, str) else 0.0
 
-    def min_chunk_jobs(self, cost_s: float) -> int:
-        """The fewest jobs of cost `cost_s` per message that keep overhead under `max_overhead`."""
-        return max(1, math.ceil(self.message_overhead_s / (self.max_overhead * max(cost_s, 1e-6))))
+
+class WorkerSettings(FarmSettings):
+    """A worker node's: its pool, its cores and sandbox slots, its metrics."""
+
+    concurrency: int | None = Field(default=None, ge=1, description="pool processes; default: one per CPU")
+    cpus: list[int] | None = None
+    slot_base: int = Field(default=0, ge=0, description="first sandbox slot of this node")
+    max_tasks_per_child: int = Field(default=1000, ge=1)
+    max_memory_per_child_mb: int = Field(default=2048, ge=64)
+    extra_envs: dict[str, str] = Field(default_factory=dict, description="env id -> module:Class")
+    datasets_dir: str | None = None
+    warm_sandbox: bool = Field(default=True, description="start each child's sandbox before its first job")
+    metrics_port: int = Field(default=9808, ge=0, le=65535, description="/metrics port; 0: no metrics")
+    metrics_host: str = Field(default="127.0.0.1", description="address /metrics binds; 0.0.0.0 in clusters")
+    metrics_dir: str | None = Field(default=None, description="multiprocess files; default: a fresh tmp dir")
+    # Celery's task events (received, started, succeeded: one set per message, a chunk of jobs), which
+    # Flower shows; about 1% of a farm's time on trivial jobs (bench/bench_farm.py).
+    send_task_events: bool = True
+    worker_lost_retries: int = Field(default=2, ge=0, description="redeliveries after a child dies")
+    worker_lost_wait_s: float = Field(default=2.0, gt=0, description="wait for a dead child's result")
+    # Workers keep results in Redis for this long, keyed by the job's content and its env's version,
+    # and answer a job seen before from there (0: off). For loops that re-score the same programs.
+    result_cache_ttl_s: int = Field(default=0, ge=0)
+
+
+class GatewaySettings(ClientSettings):
+    """The HTTP gateway's (`evalfarm gateway`): a producer with a front door."""
+
+    gateway_token: str | None = Field(default=None, description="bearer token; required off loopback")
+    gateway_max_body_bytes: int = Field(default=32 << 20, ge=1024)
+    gateway_max_jobs: int = Field(default=4096, ge=1, description="jobs (or codes, queries) per request")
+    gateway_deadline_s: float = Field(default=600.0, gt=0, description="a native request's default deadline")
+    # Under OpenRLHF's remote reward client's own 180 s timeout, so that it sees the 503 (and retries)
+    # rather than giving up on a request the farm is still scoring.
+    gateway_openrlhf_deadline_s: float = Field(default=150.0, gt=0, description="/get_reward's deadline")
+    gateway_linger_s: float = Field(default=0.05, ge=0, description="longest micro-batch wait, under load")
+    gateway_batch_jobs: int = Field(default=1024, ge=1, description="most jobs per micro-batch")
+
+
+class Settings(WorkerSettings, GatewaySettings):
+    """Every role's settings at once: for `evalfarm up`, which starts nodes, a gateway and producers."""

@@ -24,7 +24,7 @@ from typing import Any
 from kombu.transport import redis, virtual
 from kombu.utils.json import dumps
 
-from broker.keys import held_key
+from evalfarm.broker.keys import held_key
 
 log = logging.getLogger(__name__)
 

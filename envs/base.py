@@ -6,7 +6,7 @@ import abc
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from sandbox import Limits, Status
+from evalfarm.sandbox import Limits, Status
 
 
 class EnvError(Exception):
@@ -47,8 +47,8 @@ class Context:
     def sandbox(self) -> Any:
         """This slot's sandbox; its server starts with the first run (or `start()`)."""
         if self._sandbox is None:
-            from envs.runtime import sandbox_config
-            from sandbox import Sandbox
+            from evalfarm.envs.runtime import sandbox_config
+            from evalfarm.sandbox import Sandbox
 
             self._sandbox = Sandbox(slot=self.slot, config=sandbox_config())
         return self._sandbox

@@ -16,11 +16,12 @@ from typing import Any
 
 from pydantic import Field, JsonValue, field_validator
 
-from envs.base import Context, Env
-from envs.validation import JobModel, validate_job
-from sandbox.bridge import parse_reply
-from sandbox.limits import Limits
-from sandbox.status import Status
+from evalfarm.envs.base import Context, Env
+from evalfarm.envs.catalog import ENVS
+from evalfarm.envs.validation import JobModel, validate_job
+from evalfarm.sandbox.bridge import parse_reply
+from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.status import Status
 
 MAX_CODE_CHARS = 256 << 10
 MAX_ARGS_BYTES = 1 << 20  # args and kwargs together, as JSON
@@ -52,13 +53,15 @@ class CallEnv(Env):
     """Returns what the untrusted code's function returned, as JSON in `result`."""
 
     id = "call"
-    fields = frozenset(CallJob.model_fields)
-    version = "2"  # 2: the value crosses as data and is decoded outside the sandbox
+    fields = ENVS[id].fields  # the catalog (envs/catalog.py) says what an env is
+    version = ENVS[id].version
     default_limits = Limits(wall_s=10.0, cpu_s=5.0, memory_mb=1024)
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Build the CallSpec, run it, and map the run to a result."""
-        from sandbox import CallSpec  # the package root, not a submodule: keeps the sandbox's public API
+        from evalfarm.sandbox import (
+            CallSpec,  # the package root, not a submodule: keeps the sandbox's public API
+        )
 
         request = validate_job(CallJob, job)
         spec = CallSpec(request.func_name, list(request.args), dict(request.kwargs), request.max_value_bytes)

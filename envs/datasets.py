@@ -26,8 +26,8 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError, model_validator
 
-from envs.base import EnvError, InvalidJob
-from envs.validation import JobModel, describe
+from evalfarm.envs.base import EnvError, InvalidJob
+from evalfarm.envs.validation import JobModel, describe
 
 log = logging.getLogger(__name__)
 

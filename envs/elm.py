@@ -29,10 +29,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from envs.base import Context, Env
-from envs.validation import JobModel, validate_job
-from sandbox import CallSpec, Limits, Status
-from sandbox.bridge import parse_reply
+from evalfarm.envs.base import Context, Env
+from evalfarm.envs.catalog import ENVS
+from evalfarm.envs.validation import JobModel, validate_job
+from evalfarm.sandbox import CallSpec, Limits, Status
+from evalfarm.sandbox.bridge import parse_reply
 
 MAX_CODE_CHARS = 256 << 10
 # OpenELM's own check before it runs anything: code with no function definition is an EXCEPTION.
@@ -84,8 +85,8 @@ class ElmEnv(Env):
     """OpenELM's sandbox semantics: run code, call a function, return (and judge) its value."""
 
     id = "elm"
-    fields = frozenset(ElmJob.model_fields)
-    version = "2"  # 2: the walker is validated by the worker, on the data that crossed
+    fields = ENVS[id].fields  # the catalog (envs/catalog.py) says what an env is
+    version = ENVS[id].version
     # OpenELM discards what a program prints: a large cap, so printing never fails a program.
     default_limits = Limits(wall_s=10.0, cpu_s=10.0, memory_mb=1024, output_bytes=16 << 20)
 

@@ -29,11 +29,12 @@ from typing import Any
 
 from pydantic import Field
 
-from envs.base import Context, Env
-from envs.trajectory import answer_field
-from envs.validation import JobModel, validate_job
-from sandbox import JudgeSpec
-from sandbox.limits import Limits
+from evalfarm.envs.base import Context, Env
+from evalfarm.envs.catalog import ENVS
+from evalfarm.envs.trajectory import answer_field
+from evalfarm.envs.validation import JobModel, validate_job
+from evalfarm.sandbox import JudgeSpec
+from evalfarm.sandbox.limits import Limits
 
 MAX_PART_CHARS = 256 << 10  # each of prompt, completion, test
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -41,7 +42,7 @@ IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 # The judge's program (sandbox._runner's judge mode gives it JUDGE_DATA, candidate and report).
 JUDGE = r'''
 import json
-from sandbox.bridge import CandidateGone, JudgeError, describe
+from evalfarm.sandbox.bridge import CandidateGone, JudgeError, describe
 
 
 def prompt_code(prompt):
@@ -112,8 +113,8 @@ class HumanEvalEnv(Env):
     """HumanEval-format function completions; reward 1.0 when `check` passed, else 0.0."""
 
     id = "humaneval"
-    fields = frozenset(HumanEvalJob.model_fields) | {"trajectory"}
-    version = "2"  # 2: the test runs in a judge process of its own, calls cross as data
+    fields = ENVS[id].fields  # the catalog (envs/catalog.py) says what an env is
+    version = ENVS[id].version
     default_limits = Limits(wall_s=10.0, cpu_s=5.0, memory_mb=512)
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:

@@ -19,9 +19,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from envs.base import Context, Env, InvalidJob
-from envs.validation import JobModel, validate_job
-from sandbox import Limits
+from evalfarm.envs.base import Context, Env, InvalidJob
+from evalfarm.envs.catalog import ENVS
+from evalfarm.envs.validation import JobModel, validate_job
+from evalfarm.sandbox import Limits
 
 MAX_CODE_CHARS = 1 << 20
 MAX_STDIN_CHARS = 16 << 20
@@ -72,8 +73,8 @@ class ProgramEnv(Env):
     """Runs the program once; no reward, the run itself is the result."""
 
     id = "program"
-    fields = frozenset(ProgramJob.model_fields)
-    version = "2"  # 2: `language`
+    fields = ENVS[id].fields  # the catalog (envs/catalog.py) says what an env is
+    version = ENVS[id].version
     default_limits = Limits()
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:

@@ -1,26 +1,20 @@
-"""Envs by stable id: the one place that knows which scorers exist."""
+"""Scorers by env id: the catalog's envs, and those a worker node adds at run time."""
 
 from __future__ import annotations
 
 import importlib
 
-from envs.base import Env, InvalidJob
+from evalfarm.envs.base import Env, InvalidJob
+from evalfarm.envs.catalog import ENVS
 
 # id -> "module:Class". Modules are imported on first use so a worker that only grades weight edits
 # never imports the code envs, and the reverse.
-_ENTRY_POINTS: dict[str, str] = {
-    "program": "envs.program:ProgramEnv",
-    "codecontests": "envs.codecontests:CodeContestsEnv",
-    "humaneval": "envs.humaneval:HumanEvalEnv",
-    "call": "envs.call:CallEnv",
-    "elm": "envs.elm:ElmEnv",
-    "weight_edits": "envs.weight_edits:WeightEditsEnv",
-}
+_ENTRY_POINTS: dict[str, str] = {env_id: entry.scorer for env_id, entry in ENVS.items()}
 _INSTANCES: dict[str, Env] = {}
 
 
 def register(env_id: str, target: str) -> None:
-    """Register `target` ("module:Class") under `env_id`."""
+    """Register `target` ("module:Class") under `env_id` (a node's `extra_envs`)."""
     _ENTRY_POINTS[env_id] = target
     _INSTANCES.pop(env_id, None)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sandbox import SandboxConfig
+from evalfarm.sandbox import SandboxConfig
 
 SANDBOX_LIB = str(Path(__file__).resolve().parent / "sandbox_lib")
 # OpenELM's Sodarace programs begin `from openelm.environments.sodaracer.walker import walker_creator`.

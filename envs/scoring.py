@@ -7,9 +7,10 @@ import logging
 import time
 from typing import Any
 
-from envs.base import Context, InvalidJob, make_result
-from envs.registry import get_env
-from sandbox import Status
+from evalfarm.envs.base import Context, InvalidJob, make_result
+from evalfarm.envs.catalog import COMMON_FIELDS
+from evalfarm.envs.registry import get_env
+from evalfarm.sandbox import Status
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +46,6 @@ def score_job(job: Any, ctx: Context) -> dict[str, Any]:
         result = make_result(job_id, env_id, Status.INFRA_ERROR, None, f"{type(error).__name__}: {error}")
     result["run_s"] = round(time.perf_counter() - started, 6)
     return _writable(result)
-
-
-COMMON_FIELDS = frozenset({"id", "env", "limits"})
 
 
 def _unknown_fields(job: dict[str, Any], fields: frozenset[str]) -> list[str]:

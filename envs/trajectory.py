@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from envs.base import InvalidJob
+from evalfarm.envs.base import InvalidJob
 
 
 def last_assistant_content(trajectory: Any) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from envs.base import InvalidJob
+from evalfarm.envs.base import InvalidJob
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

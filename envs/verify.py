@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envs.base import EnvError
-from envs.trajectory import assistant_answer, last_assistant_content
+from evalfarm.envs.base import EnvError
+from evalfarm.envs.trajectory import assistant_answer, last_assistant_content
 
 DEFAULT_TRAJECTORY = Path("/logs/trajectory.json")
 DEFAULT_REWARD = Path("/logs/verifier/reward.json")
@@ -112,7 +112,7 @@ def write_reward(path: Path, payload: Mapping[str, Any]) -> None:
 
 def grade_locally(task: WeightEditsTask, answer: str) -> dict[str, Any]:
     """The seed's payload for `answer`, graded in this process."""
-    from envs.weight_edits import grade_answer
+    from evalfarm.envs.weight_edits import grade_answer
 
     assert task.game is not None and task.source is not None and task.episodes is not None
     return reward_payload(*grade_answer(task.game, task.source, answer, task.episodes))

@@ -28,9 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broker.rewards import make_trl_reward
-from workers.demo_jobs import load_humaneval
-from workers.embedded import broker_or_embedded
+from evalfarm.trainers.rewards import make_trl_reward
+from evalfarm.workers.demo_jobs import load_humaneval
+from evalfarm.workers.embedded import broker_or_embedded
 
 # CodeContests-style problems: statement, hidden tests, and a correct program for each.
 PROBLEMS = [

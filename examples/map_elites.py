@@ -29,8 +29,8 @@ from ribs.archives import GridArchive
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broker.client import Farm
-from workers.embedded import broker_or_embedded
+from evalfarm.broker.client import Farm
+from evalfarm.workers.embedded import broker_or_embedded
 
 # genome: legs, brace, body width, body height, leg length, leg spread, amplitude, phase step
 LOW = np.array([1, 0, 2.0, 2.0, 1.0, 0.0, 0.0, 0.0])

@@ -11,10 +11,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sandbox.client import CallSpec, JudgeSpec, Sandbox, SandboxConfig, SandboxError
-    from sandbox.limits import MAX_LIMITS, Limits
-    from sandbox.result import RunResult
-    from sandbox.status import PRECEDENCE, Status, worst
+    from evalfarm.sandbox.client import CallSpec, JudgeSpec, Sandbox, SandboxConfig, SandboxError
+    from evalfarm.sandbox.limits import MAX_LIMITS, Limits
+    from evalfarm.sandbox.result import RunResult
+    from evalfarm.sandbox.status import PRECEDENCE, Status, worst
 
 _HOMES = {
     "CallSpec": "client",
@@ -47,7 +47,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name not in _HOMES:
-        raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"sandbox.{_HOMES[name]}"), name)
+        raise AttributeError(f"module 'evalfarm.sandbox' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"evalfarm.sandbox.{_HOMES[name]}"), name)
     globals()[name] = value
     return value

@@ -29,7 +29,7 @@ import sys
 import time
 from typing import Any, NoReturn
 
-from sandbox import _payload, _protocol, bridge
+from evalfarm.sandbox import _payload, _protocol, bridge
 
 CONTROL_FD = 3
 

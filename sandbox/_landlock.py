@@ -10,7 +10,7 @@ import dataclasses
 import os
 import struct
 
-from sandbox import _linux
+from evalfarm.sandbox import _linux
 
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sandbox import _landlock, _rootfs, _runner
+from evalfarm.sandbox import _landlock, _rootfs, _runner
 
 LAUNCHER = "/.evalfarm-launcher"  # where a fork server's skeleton has it
 LAUNCHER_SOURCE = Path(__file__).with_name("_launcher.c")

@@ -12,10 +12,10 @@ import hashlib
 import json
 from typing import Any
 
-from sandbox import _payload, languages, values, verdict
-from sandbox.limits import Limits
-from sandbox.result import RunResult
-from sandbox.status import Status
+from evalfarm.sandbox import _payload, languages, values, verdict
+from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.status import Status
 
 MAX_REPORT_BYTES = 64 << 10  # a report is a few short JSON lines written by the sandbox's own code
 _FILES_SLACK = 64 << 10  # beyond the fetched files' cap, for the payload's header
@@ -207,7 +207,7 @@ def _fetched(data: bytes, requested: tuple[str, ...]) -> dict[str, str]:
 
 def verdict_files_cap() -> int:
     """The most bytes of fetched files a result carries (with the payload's header)."""
-    from sandbox._runner import FETCH_MAX_BYTES
+    from evalfarm.sandbox._runner import FETCH_MAX_BYTES
 
     return FETCH_MAX_BYTES + _FILES_SLACK
 

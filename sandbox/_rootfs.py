@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from sandbox import _linux
+from evalfarm.sandbox import _linux
 
 STAGING = "/sys"  # exists on every Linux; only this server's private mount namespace is changed
 HOST_PROC = "/.hostproc"  # user-namespace mode only: see `build`

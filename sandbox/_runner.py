@@ -30,8 +30,8 @@ import signal
 import sys
 from typing import Any, NoReturn
 
-from sandbox import _landlock, _linux, _payload, _rootfs, _seccomp
-from sandbox.verdict import SETUP_FAILED_EXIT
+from evalfarm.sandbox import _landlock, _linux, _payload, _rootfs, _seccomp
+from evalfarm.sandbox.verdict import SETUP_FAILED_EXIT
 
 RESULT_FD = 3
 PAYLOAD_FD = 4
@@ -64,7 +64,7 @@ def child_main(plan: dict[str, Any], fds: dict[int, int]) -> NoReturn:
     try:
         _enter(plan, fds)
         if mode == "judge_host":
-            from sandbox import _judge_host
+            from evalfarm.sandbox import _judge_host
 
             _judge_host.serve()
         header, blobs = _payload.unpack(_payload.read_fd(PAYLOAD_FD))
@@ -259,7 +259,7 @@ def _program(plan: dict[str, Any], header: dict[str, Any], blobs: list[bytes]) -
 
 
 def _answer_once(namespace: dict[str, Any], request: bytes) -> None:
-    from sandbox import bridge
+    from evalfarm.sandbox import bridge
 
     try:
         bridge.write_frame(REPLIES_FD, bridge.answer(namespace, request, print_exceptions=True))
@@ -269,7 +269,7 @@ def _answer_once(namespace: dict[str, Any], request: bytes) -> None:
 
 def _serve_forever(namespace: dict[str, Any], max_request_bytes: int) -> NoReturn:
     """Answer the judge's calls; then wait to be ended, as the judge, not the program, ends a run."""
-    from sandbox import bridge
+    from evalfarm.sandbox import bridge
 
     bridge.serve(namespace, REQUESTS_FD, REPLIES_FD, max_request_bytes)
     while True:

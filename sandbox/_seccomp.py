@@ -12,7 +12,7 @@ import ctypes
 import errno
 import struct
 
-from sandbox import _linux
+from evalfarm.sandbox import _linux
 
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_SYSCALL_BIT = 0x40000000

@@ -17,7 +17,7 @@ import socket
 import time
 from typing import Any
 
-from sandbox import _protocol
+from evalfarm.sandbox import _protocol
 
 _SPLICE_CHUNK = 1 << 20
 

@@ -20,7 +20,7 @@ import struct
 import sys
 from typing import Any
 
-from sandbox import values
+from evalfarm.sandbox import values
 
 _LENGTH = struct.Struct(">I")
 MAX_REPLY_BYTES = 1 << 20  # one encoded return value, by default

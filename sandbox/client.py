@@ -17,18 +17,20 @@ import sys
 import threading
 from pathlib import Path
 
-from sandbox import _native, _payload, _protocol, _request, languages
-from sandbox._request import CallSpec, JudgeSpec, Request
-from sandbox._runner import RUN_ENVIRONMENT
-from sandbox.limits import Limits
-from sandbox.result import RunResult
-from sandbox.status import Status
+from evalfarm.sandbox import _native, _payload, _protocol, _request, languages
+from evalfarm.sandbox._request import CallSpec, JudgeSpec, Request
+from evalfarm.sandbox._runner import RUN_ENVIRONMENT
+from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.status import Status
 
 __all__ = ["CallSpec", "JudgeSpec", "Sandbox", "SandboxConfig", "SandboxError"]
 
 log = logging.getLogger("evalfarm.sandbox")
 
-PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+# The directory holding the `evalfarm` package (a checkout's root, or site-packages): the fork
+# server imports `evalfarm.sandbox` from there.
+PROJECT_ROOT = str(Path(sys.modules["evalfarm"].__file__ or "").resolve().parent.parent)
 
 # Imported once by every fork server, so runs find them already in memory. Not `threading` (nor
 # `logging`, which imports it): a module that registers an after-fork hook makes every run pay for
@@ -325,7 +327,7 @@ class _Server:
             },
         }
         paths = [*self.sandbox.config.import_paths, *_import_paths()]
-        boot = f"import sys; sys.path[:0] = {paths!r}; from sandbox._server import main; main()"
+        boot = f"import sys; sys.path[:0] = {paths!r}; from evalfarm.sandbox._server import main; main()"
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", boot, json.dumps(server_config)],
             pass_fds=[theirs.fileno()],

@@ -15,8 +15,8 @@ import json
 import os
 import shutil
 
-from sandbox._runner import RUN_ENVIRONMENT
-from sandbox.limits import Limits
+from evalfarm.sandbox._runner import RUN_ENVIRONMENT
+from evalfarm.sandbox.limits import Limits
 
 SOURCE_DIR = "/tmp"  # the compile run's own tmpfs
 

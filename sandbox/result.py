@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from sandbox.status import Status
+from evalfarm.sandbox.status import Status
 
 
 @dataclasses.dataclass(frozen=True)

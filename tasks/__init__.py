@@ -1,7 +1,7 @@
-"""Glue between envs and Celery: the chunk task and each worker child's scoring context.
+"""Glue between envs and Celery: the farm's tasks and each worker process's scoring state.
 
-Names are imported on first use, so code that only needs a worker's context (the inline pool)
-does not import Celery.
+Names are imported on first use, so code that only needs a worker's state (the inline pool) does
+not import Celery.
 """
 
 from __future__ import annotations
@@ -10,13 +10,10 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "close_process": "tasks.process",
-    "configure": "tasks.process",
-    "open_process": "tasks.process",
-    "process_context": "tasks.process",
-    "jobs_of": "tasks.chunk",
-    "register": "tasks.chunk",
-    "score_jobs": "tasks.chunk",
+    "WorkerProcess": "evalfarm.tasks.process",
+    "jobs_of": "evalfarm.tasks.chunk",
+    "register": "evalfarm.tasks.chunk",
+    "score_jobs": "evalfarm.tasks.chunk",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -24,5 +21,5 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'tasks' has no attribute {name!r}")
+        raise AttributeError(f"module 'evalfarm.tasks' has no attribute {name!r}")
     return getattr(importlib.import_module(_EXPORTS[name]), name)

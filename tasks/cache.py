@@ -14,7 +14,7 @@ import json
 import logging
 from typing import Any
 
-from envs import InvalidJob, get_env
+from evalfarm.envs import InvalidJob, get_env
 
 log = logging.getLogger(__name__)
 

@@ -14,20 +14,20 @@ from typing import Any
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from broker.app import SCORE_CHUNK
-from broker.settings import Settings
-from envs import make_result, score_job
-from sandbox import Status
-from tasks.cache import ResultCache
-from tasks.merge import register_merge
-from tasks.process import configure, process_context
+from evalfarm.broker.app import SCORE_CHUNK
+from evalfarm.envs import make_result, score_job
+from evalfarm.sandbox import Status
+from evalfarm.tasks.cache import ResultCache
+from evalfarm.tasks.merge import register_merge
+from evalfarm.tasks.process import WorkerProcess
 
 log = logging.getLogger(__name__)
 
 
-def register(app: Celery, settings: Settings) -> Task:
-    """Register the chunk task on `app`, with the node's retry bound for lost workers."""
-    configure(settings)
+def register(app: Celery, process: WorkerProcess) -> Task:
+    """Register the chunk task on `app`, scoring in `process`'s context, with the node's retry bound
+    for lost workers."""
+    settings = process.settings
 
     @app.task(
         name=SCORE_CHUNK,
@@ -44,7 +44,7 @@ def register(app: Celery, settings: Settings) -> Task:
             if settings.result_cache_ttl_s
             else None
         )
-        return score_jobs(jobs, kwargs.get("sent_at"), attempt=self.request.retries + 1, cache=cache)
+        return score_jobs(jobs, process, kwargs.get("sent_at"), attempt=self.request.retries + 1, cache=cache)
 
     register_merge(app)
     return score_chunk
@@ -62,11 +62,15 @@ def jobs_of(args: tuple[Any, ...], kwargs: dict[str, Any], task_id: str | None) 
 
 
 def score_jobs(
-    jobs: list[Any], sent_at: Any, attempt: int = 1, cache: ResultCache | None = None
+    jobs: list[Any],
+    process: WorkerProcess,
+    sent_at: Any = None,
+    attempt: int = 1,
+    cache: ResultCache | None = None,
 ) -> list[dict[str, Any]]:
-    """Score `jobs` one after another (those `cache` holds answered from it); past the soft time
-    limit the rest are answered infra_error."""
-    ctx = process_context()
+    """Score `jobs` one after another in `process`'s context (those `cache` holds answered from
+    it); past the soft time limit the rest are answered infra_error."""
+    ctx = process.context()
     cached = cache.lookup(jobs) if cache is not None else [None] * len(jobs)
     results: list[dict[str, Any]] = []
     try:

@@ -9,14 +9,12 @@ from typing import Any
 
 from celery import Celery, Task
 
-from broker.app import MERGE_PARTS
-from envs import make_result
-from sandbox import Status
+from evalfarm.broker.app import MERGE_PARTS
+from evalfarm.envs import make_result
+from evalfarm.envs.catalog import entry
+from evalfarm.sandbox import Status
 
 log = logging.getLogger(__name__)
-
-# env id -> "module:function(job, results) -> result" that merges the results of a split job.
-MERGERS = {"weight_edits": "envs.weight_edits:merge_results"}
 
 
 def register_merge(app: Celery) -> Task:
@@ -38,9 +36,10 @@ def merge(job: Any, results: Any) -> dict[str, Any]:
     env = job.get("env") if isinstance(job, dict) else None
     job_id = job.get("id") if isinstance(job, dict) else None
     try:
-        if env not in MERGERS or not isinstance(results, list) or not results:
+        known = entry(env)
+        if known is None or known.merge is None or not isinstance(results, list) or not results:
             raise ValueError(f"no parts to merge for env {env!r}")
-        module, function = MERGERS[env].split(":")
+        module, function = known.merge.split(":")
         merged = dict(getattr(importlib.import_module(module), function)(job, results))
     except Exception as error:  # a merge failure is the farm's: the job stays retryable
         log.exception("could not merge the parts of job %r", job_id)

@@ -1,67 +1,58 @@
-"""The per-process state of a worker child: its sandbox slot and datasets, in one `Context`.
+"""A worker process's scoring state: its node's settings and its sandbox slot's context.
 
-A prefork child opens its context once (`open_process`, from the node's `worker_process_init`) and
-every chunk it scores reuses it, so the sandbox's fork server starts once per child, not per job.
+A node builds one `WorkerProcess` before its pool forks, so every child inherits it, and each child
+opens it on its own sandbox slot (`open`, from the node's `worker_process_init`); every chunk the
+child scores reuses that context, so the sandbox's fork server starts once per child, not per job.
+Nothing here is module state: whoever starts worker processes holds the object and hands it to the
+task (`tasks.chunk.register`) and the hooks that need it.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from envs import Context, register
-
-if TYPE_CHECKING:
-    from broker.settings import Settings
+from evalfarm.broker.settings import WorkerSettings
+from evalfarm.envs import Context, register
 
 log = logging.getLogger(__name__)
 
-_context: Context | None = None
-_settings: Settings | None = None
 
+class WorkerProcess:
+    """One worker process's settings and, once opened, its sandbox slot's context."""
 
-def configure(settings: Settings | None) -> None:
-    """Remember the node's settings and register the extra envs it names (in the parent, before fork)."""
-    global _settings
-    _settings = settings
-    if settings is None:  # the defaults: no extra envs
-        return
-    for env_id, target in settings.extra_envs.items():
-        register(env_id, target)
-        log.info("registered extra env %r -> %s", env_id, target)
+    def __init__(self, settings: WorkerSettings | None = None) -> None:
+        self.settings = settings if settings is not None else WorkerSettings()
+        self._context: Context | None = None
+        for env_id, target in self.settings.extra_envs.items():  # in the parent, before fork
+            register(env_id, target)
+            log.info("registered extra env %r -> %s", env_id, target)
 
+    def open(self, slot: int, sandbox: object = None) -> Context:
+        """Give this process its context on sandbox `slot` (or on `sandbox`, launched already by
+        the parent), its sandbox started now if the node warms."""
+        self.close()
+        self._context = Context(slot=slot, datasets=self._datasets(), sandbox=sandbox)
+        if self.settings.warm_sandbox:
+            try:
+                self._context.sandbox.start()  # the first job should not wait for the server
+            except Exception:  # the first job that needs it will try again and answer infra_error
+                log.exception("sandbox slot %d did not start", slot)
+        return self._context
 
-def open_process(slot: int, sandbox: object = None) -> Context:
-    """Give this process its context on sandbox `slot` (or on `sandbox`, launched already by the
-    parent), its sandbox started now if the node warms."""
-    global _context
-    close_process()
-    _context = Context(slot=slot, datasets=_datasets(), sandbox=sandbox)
-    if _settings is not None and _settings.warm_sandbox:
-        try:
-            _context.sandbox.start()  # the first job should not wait for the server
-        except Exception:  # the first job that needs it will try again and answer infra_error
-            log.exception("sandbox slot %d did not start", slot)
-    return _context
+    def context(self) -> Context:
+        """This process's context, opened on the node's first slot if the node did not open one."""
+        if self._context is None:
+            return self.open(self.settings.slot_base)
+        return self._context
 
+    def close(self) -> None:
+        """Stop this process's sandbox, if it started one."""
+        if self._context is not None:
+            self._context.close()
+            self._context = None
 
-def process_context() -> Context:
-    """This process's context, opened on the node's first slot if the node did not open one."""
-    if _context is None:
-        return open_process(_settings.slot_base if _settings else 0)
-    return _context
+    def _datasets(self) -> object:
+        """The datasets this node serves: a store over `datasets_dir`, loaded on first lookup."""
+        from evalfarm.envs.datasets import DatasetStore, resolve_datasets_dir
 
-
-def close_process() -> None:
-    """Stop this process's sandbox, if it started one."""
-    global _context
-    if _context is not None:
-        _context.close()
-        _context = None
-
-
-def _datasets() -> object:
-    """The datasets this node serves: a store over `datasets_dir`, loaded on first lookup."""
-    from envs.datasets import DatasetStore, resolve_datasets_dir
-
-    return DatasetStore(resolve_datasets_dir(_settings.datasets_dir if _settings else None))
+        return DatasetStore(resolve_datasets_dir(self.settings.datasets_dir))

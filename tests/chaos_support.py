@@ -29,10 +29,10 @@ from typing import Any
 import redis
 from farm_support import wait_until
 
-from broker.client import Farm
-from broker.keys import NODE_KEY_PREFIX, held_key
-from broker.settings import Settings
-from workers.embedded import RedisServer, WorkerProcess
+from evalfarm.broker.client import Farm
+from evalfarm.broker.keys import NODE_KEY_PREFIX, held_key
+from evalfarm.broker.settings import Settings
+from evalfarm.workers.embedded import NodeProcess, RedisServer
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -120,20 +120,20 @@ class Cluster:
 
     def __init__(self, directory: str) -> None:
         self.redis = RedisServer(directory=directory).start()
-        self.nodes: list[WorkerProcess] = []
+        self.nodes: list[NodeProcess] = []
         self._names = 0
 
     @property
     def url(self) -> str:
         return self.redis.url
 
-    def start_node(self, concurrency: int = 2, cpus: str | None = None, slot_base: int = 0) -> WorkerProcess:
+    def start_node(self, concurrency: int = 2, cpus: str | None = None, slot_base: int = 0) -> NodeProcess:
         """Start a node and wait until it advertises its pool."""
         self._names += 1
         name = f"chaos{self._names}@localhost"
         args = ["--concurrency", str(concurrency), "--name", name, "--slot-base", str(slot_base)]
         args += ["--cpus", cpus] if cpus else []
-        node = WorkerProcess(self.url, args, node_env()).start()
+        node = NodeProcess(self.url, args, node_env()).start()
         self.nodes.append(node)
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + 60
@@ -150,7 +150,7 @@ class Cluster:
 
     def farm(self) -> Farm:
         """A producer with the default settings (none read from this process's environment)."""
-        settings = Settings(_env_prefix="EVALFARM_CHAOS_UNUSED_", broker_url=self.url)  # type: ignore[call-arg]
+        settings = Settings(broker_url=self.url)
         return Farm(settings=settings, progress=False)
 
     def close(self) -> None:
@@ -182,12 +182,12 @@ def children(pid: int) -> list[int]:
         return []
 
 
-def pool_processes(node: WorkerProcess) -> list[int]:
+def pool_processes(node: NodeProcess) -> list[int]:
     assert node.proc is not None
     return children(node.proc.pid)
 
 
-def fork_servers(node: WorkerProcess, numpy: bool) -> list[int]:
+def fork_servers(node: NodeProcess, numpy: bool) -> list[int]:
     """The node's fork servers of one kind (base, or the one with numpy preloaded)."""
     found = []
     for pool_pid in pool_processes(node):
@@ -196,7 +196,10 @@ def fork_servers(node: WorkerProcess, numpy: bool) -> list[int]:
                 command = Path(f"/proc/{pid}/cmdline").read_bytes()
             except GONE:
                 continue
-            if b"sandbox._server" in command and ("numpy" in _server_config(command)["preload"]) == numpy:
+            if (
+                b"evalfarm.sandbox._server" in command
+                and ("numpy" in _server_config(command)["preload"]) == numpy
+            ):
                 found.append(pid)
     return found
 
@@ -206,7 +209,7 @@ def _server_config(command: bytes) -> dict[str, Any]:
     return json.loads(command.rstrip(b"\0").split(b"\0")[-1])
 
 
-def running_programs(node: WorkerProcess, older_than_s: float = 0.0) -> list[int]:
+def running_programs(node: NodeProcess, older_than_s: float = 0.0) -> list[int]:
     """Runs in progress on the node's servers (a run is a child of its server)."""
     servers = [server for numpy in (False, True) for server in fork_servers(node, numpy)]
     runs = [run for server in servers for run in children(server)]
@@ -251,9 +254,12 @@ def sandboxed_runs(older_than_s: float, root: int | None = None) -> list[int]:
         try:
             stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             parent, started = int(stat[1]), int(stat[19]) / ticks
-            if now - started < older_than_s or b"sandbox._server" not in (entry / "cmdline").read_bytes():
+            if (
+                now - started < older_than_s
+                or b"evalfarm.sandbox._server" not in (entry / "cmdline").read_bytes()
+            ):
                 continue
-            if b"sandbox._server" in Path(f"/proc/{parent}/cmdline").read_bytes():
+            if b"evalfarm.sandbox._server" in Path(f"/proc/{parent}/cmdline").read_bytes():
                 runs.append(int(entry.name))
         except (*GONE, IndexError, ValueError):
             continue
@@ -311,7 +317,7 @@ def run_scenario(name: str, n_jobs: int) -> Row:
 
 
 def _one_node(
-    name: str, n_jobs: int, fault: Callable[[Cluster, WorkerProcess], str | None], two_nodes: bool = False
+    name: str, n_jobs: int, fault: Callable[[Cluster, NodeProcess], str | None], two_nodes: bool = False
 ) -> Row:
     """A batch on one node of two processes (or two nodes of one, each pinned to its core)."""
     jobs = batch(n_jobs)
@@ -340,7 +346,7 @@ def _kill_fork_server(name: str, numpy: bool) -> Callable[[int], Row]:
     """A fork server of a slot killed, mid-run when one is caught running a program."""
 
     def scenario(n_jobs: int) -> Row:
-        def fault(c: Cluster, node: WorkerProcess) -> str:
+        def fault(c: Cluster, node: NodeProcess) -> str:
             busy = wait_until(lambda: [s for s in fork_servers(node, numpy=numpy) if children(s)], 5)
             kill((busy or fork_servers(node, numpy=numpy))[0])
             return "mid-run" if busy else "idle"
@@ -355,7 +361,7 @@ kill_numpy_server = _kill_fork_server("the numpy fork server", numpy=True)
 
 
 def kill_running_program(n_jobs: int) -> Row:
-    def fault(c: Cluster, node: WorkerProcess) -> str:
+    def fault(c: Cluster, node: NodeProcess) -> str:
         runs = wait_until(lambda: running_programs(node), 5)
         if not runs:
             return "no run caught"
@@ -396,7 +402,7 @@ def kill_one_job_every_try(n_jobs: int) -> Row:
 
 
 def kill_node_main_then_replace(n_jobs: int) -> Row:
-    def fault(c: Cluster, node: WorkerProcess) -> str:
+    def fault(c: Cluster, node: NodeProcess) -> str:
         assert node.proc is not None
         killed_at = time.monotonic()
         kill(node.proc.pid)
@@ -428,7 +434,7 @@ def kill_node_with_a_second_running(n_jobs: int) -> Row:
             )
 
 
-def restored_after(c: Cluster, node: WorkerProcess, killed_at: float) -> str:
+def restored_after(c: Cluster, node: NodeProcess, killed_at: float) -> str:
     """Seconds from the kill until the dead node's held messages were put back (in the background)."""
     holder = getattr(node, "holder", "")
     result: list[str] = []
@@ -448,7 +454,7 @@ def restored_after(c: Cluster, node: WorkerProcess, killed_at: float) -> str:
 
 
 def restart_redis(n_jobs: int) -> Row:
-    def fault(c: Cluster, node: WorkerProcess) -> str:
+    def fault(c: Cluster, node: NodeProcess) -> str:
         c.redis.stop()  # SIGTERM: Redis writes its AOF out
         time.sleep(1.0)
         c.redis.start()
@@ -458,7 +464,7 @@ def restart_redis(n_jobs: int) -> Row:
 
 
 def pause_redis(n_jobs: int) -> Row:
-    def fault(c: Cluster, node: WorkerProcess) -> str:
+    def fault(c: Cluster, node: NodeProcess) -> str:
         assert c.redis.proc is not None
         pid = c.redis.proc.pid
         os.kill(pid, signal.SIGSTOP)
@@ -472,9 +478,9 @@ PRODUCER = """
 import json, sys
 sys.path[:0] = {paths!r}
 from chaos_support import batch
-from broker.client import Farm
-from broker.settings import Settings
-settings = Settings(_env_prefix="EVALFARM_CHAOS_UNUSED_", broker_url={url!r})
+from evalfarm.broker.client import Farm
+from evalfarm.broker.settings import Settings
+settings = Settings(broker_url={url!r})
 with Farm(settings=settings, progress=False) as farm:
     for n, _ in enumerate(farm.stream(batch({n}))):
         if n == {n} // 3:

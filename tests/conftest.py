@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from envs import Context
+from evalfarm.envs import Context
 
 
 @pytest.fixture(scope="module")

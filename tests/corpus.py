@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sandbox import Limits, RunResult, Sandbox
+from evalfarm.sandbox import Limits, RunResult, Sandbox
 
 CORPUS = Path(__file__).resolve().parent / "hostile"
 SECRET_VARIABLE = "EVALFARM_HOSTILE_SECRET"

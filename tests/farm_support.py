@@ -20,10 +20,10 @@ import pytest
 import redis
 from farm_test_envs import EXTRA_ENVS
 
-from broker.client import Farm
-from broker.keys import NODE_KEY_PREFIX
-from broker.settings import Settings
-from workers.embedded import RedisServer, WorkerProcess
+from evalfarm.broker.client import Farm
+from evalfarm.broker.keys import NODE_KEY_PREFIX
+from evalfarm.broker.settings import Settings
+from evalfarm.workers.embedded import NodeProcess, RedisServer
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -50,7 +50,7 @@ def running_up(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str
 
     Killed at exit if the test did not stop it.
     """
-    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "1"]
+    command = [sys.executable, "-m", "evalfarm.workers.cli", "up", "--workers", "1"]
     up = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert up.stdout is not None
@@ -70,7 +70,7 @@ def client_settings(url: str, **overrides: Any) -> Settings:
     """Producer settings for a test farm (never read from the test process's environment)."""
     values: dict[str, Any] = {"broker_url": url, "farm_processes": 2, "batch_deadline_s": 120.0}
     values.update(overrides)
-    return Settings(_env_prefix="EVALFARM_TEST_UNUSED_", **values)  # type: ignore[call-arg]
+    return Settings(**values)
 
 
 class Workers:
@@ -78,13 +78,13 @@ class Workers:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.started: list[WorkerProcess] = []
+        self.started: list[NodeProcess] = []
 
-    def start(self, concurrency: int = 2, name: str | None = None, **env: str) -> WorkerProcess:
+    def start(self, concurrency: int = 2, name: str | None = None, **env: str) -> NodeProcess:
         """Start a node and wait until it has announced itself."""
         name = name or f"test{len(self.started)}@localhost"
         args = ["--concurrency", str(concurrency), "--name", name]
-        worker = WorkerProcess(self.url, args, worker_env(EVALFARM_WARM_SANDBOX="0", **env)).start()
+        worker = NodeProcess(self.url, args, worker_env(EVALFARM_WARM_SANDBOX="0", **env)).start()
         self.started.append(worker)
         wait_for(lambda: _advertised(self.url, name), 60.0, f"worker {name} ready")
         return worker
@@ -128,7 +128,7 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
-def pool_children(worker: WorkerProcess) -> list[int]:
+def pool_children(worker: NodeProcess) -> list[int]:
     """The pids of a node's pool processes (the direct children of its main process)."""
     assert worker.proc is not None
     pid = worker.proc.pid
@@ -136,7 +136,7 @@ def pool_children(worker: WorkerProcess) -> list[int]:
     return [int(p) for p in text.split()]
 
 
-def kill_node(worker: WorkerProcess) -> None:
+def kill_node(worker: NodeProcess) -> None:
     """SIGKILL a node's whole process group at once: no warm shutdown, nothing acked or requeued."""
     assert worker.proc is not None
     os.killpg(worker.proc.pid, signal.SIGKILL)

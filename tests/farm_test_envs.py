@@ -12,8 +12,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from envs import Context, Env, InvalidJob
-from sandbox import Limits, Status
+from evalfarm.envs import Context, Env, InvalidJob
+from evalfarm.sandbox import Limits, Status
 
 EXTRA_ENVS = {
     "sleepy": "farm_test_envs:SleepEnv",

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from envs import Context, score_job
+from evalfarm.envs import Context, score_job
 
 HACKS = Path(__file__).resolve().parent / "hacks"
 REWARD_ENVS = ("humaneval", "codecontests")

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envs import Context, score_job
-from sandbox import Status
-from workers.jobs_file import BadLine, in_place, parse, read_lines
+from evalfarm.envs import Context, score_job
+from evalfarm.sandbox import Status
+from evalfarm.workers.jobs_file import BadLine, in_place, parse, read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACT_STATUSES = {status.value for status in Status}
@@ -90,7 +90,7 @@ def test_score_job_answers_any_json_value_with_one_contract_result(context: Cont
 
 
 def evalfarm(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    command = [sys.executable, "-m", "workers.cli", *args]
+    command = [sys.executable, "-m", "evalfarm.workers.cli", *args]
     return subprocess.run(command, cwd=ROOT, input=stdin, capture_output=True, timeout=120)
 
 
@@ -142,9 +142,7 @@ def test_a_field_given_as_none_is_a_field_not_given(ctx: Context) -> None:
            "reward_shape": None, "limits": None}  # fmt: skip
     result = score_job(job, ctx)
     assert result["status"] != "invalid_job", result["error"]
-    missing = score_job(
-        {"id": "m", "env": "humaneval", "prompt": "", "completion": "", "test": None}, ctx
-    )
+    missing = score_job({"id": "m", "env": "humaneval", "prompt": "", "completion": "", "test": None}, ctx)
     assert (missing["status"], missing["error"]) == ("invalid_job", "test: required")
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from broker.batch import Batch
-from broker.result import INFRA_STATUS
-from broker.run import MERGE_PARTS, SCORE_CHUNK, BatchRun, Outgoing
-from broker.settings import Settings
+from evalfarm.broker.batch import Batch
+from evalfarm.broker.result import INFRA_STATUS
+from evalfarm.broker.run import MERGE_PARTS, SCORE_CHUNK, BatchRun, Outgoing
+from evalfarm.broker.settings import Settings
 
 
 def settings(**values: Any) -> Settings:
     """Settings from `values` only, whatever EVALFARM_* the test process has."""
-    return Settings(_env_prefix="EVALFARM_UNIT_UNUSED_", **values)  # type: ignore[call-arg]
+    return Settings(**values)
 
 
 def make_run(jobs: list[Any], deadline_s: float = 60.0, **values: Any) -> BatchRun:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from envs.base import Context
-from envs.scoring import score_job
+from evalfarm.envs.base import Context
+from evalfarm.envs.scoring import score_job
 
 
 def call(ctx: Context, code: str, func_name: str = "f", **fields: Any) -> dict[str, Any]:

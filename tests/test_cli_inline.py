@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.sandbox
-EVALFARM = [sys.executable, "-m", "workers.cli"]
+EVALFARM = [sys.executable, "-m", "evalfarm.workers.cli"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -130,7 +130,7 @@ def test_inline_pools_pin_each_slot_and_can_follow_one_another(tmp_path: Path) -
     script = tmp_path / "two_pools.py"
     script.write_text(
         "import json, logging, sys\n"
-        "from workers.inline import InlinePool\n"
+        "from evalfarm.workers.inline import InlinePool\n"
         "logging.basicConfig(level=logging.INFO)\n"
         "code = 'import os, time\\ntime.sleep(0.2)\\nprint(sorted(os.sched_getaffinity(0)))'\n"
         "job = {'env': 'program', 'code': code}\n"

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from envs.base import Context
-from envs.codecontests import CodeContestsEnv
-from envs.datasets import DatasetStore, Problem
-from envs.scoring import score_job
-from sandbox.limits import Limits
-from sandbox.result import RunResult
-from sandbox.status import Status
+from evalfarm.envs.base import Context
+from evalfarm.envs.codecontests import CodeContestsEnv
+from evalfarm.envs.datasets import DatasetStore, Problem
+from evalfarm.envs.scoring import score_job
+from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.status import Status
 
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
 PROBLEM = {

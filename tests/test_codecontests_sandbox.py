@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from envs.base import Context
-from envs.datasets import DatasetStore, install_dataset
-from envs.scoring import score_job
+from evalfarm.envs.base import Context
+from evalfarm.envs.datasets import DatasetStore, install_dataset
+from evalfarm.envs.scoring import score_job
 
 pytestmark = pytest.mark.sandbox
 

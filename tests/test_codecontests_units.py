@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envs.codecontests import extract_code, format_feedback, normalize_output, outputs_match
-from envs.codecontests.feedback import CLIP_CHARS, PublicOutcome, clip
-from sandbox.status import Status
+from evalfarm.envs.codecontests import extract_code, format_feedback, normalize_output, outputs_match
+from evalfarm.envs.codecontests.feedback import CLIP_CHARS, PublicOutcome, clip
+from evalfarm.sandbox.status import Status
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from farm_support import ROOT, client_settings
 
-from broker.client import Farm
-from workers.embedded import free_port
+from evalfarm.broker.client import Farm
+from evalfarm.workers.embedded import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 SERVICES = ["redis", "worker", "gateway", "flower", "prometheus"]

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from envs.base import Context
-from envs.codecontests import extract_code
-from envs.scoring import score_job
+from evalfarm.envs.base import Context
+from evalfarm.envs.codecontests import extract_code
+from evalfarm.envs.scoring import score_job
 
 pytestmark = pytest.mark.sandbox
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox import Limits, Sandbox, SandboxConfig, Status, _native, languages
+from evalfarm.sandbox import Limits, Sandbox, SandboxConfig, Status, _native, languages
 
 pytestmark = pytest.mark.sandbox
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from envs.base import InvalidJob
-from envs.codecontests.prepare import PrepareOptions, prepare_codecontests
-from envs.datasets import Caps, DatasetError, DatasetStore, Problem, install_dataset, load_problems
-from workers.cli import main
+from evalfarm.envs.base import InvalidJob
+from evalfarm.envs.codecontests.prepare import PrepareOptions, prepare_codecontests
+from evalfarm.envs.datasets import Caps, DatasetError, DatasetStore, Problem, install_dataset, load_problems
+from evalfarm.workers.cli import main
 
 
 def problem(pid: str, public: int = 1, hidden: int = 2) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def write_jsonl(path: Path, lines: list[Any]) -> Path:
 def test_loader_skips_malformed_lines_with_bounded_warnings(tmp_path: Path, caplog: Any) -> None:
     bad = ["{not json", "[1, 2]", json.dumps({"id": "x"}), json.dumps(problem("h0", hidden=0))] * 5
     path = write_jsonl(tmp_path / "d.jsonl", [problem("a"), *bad, "", problem("b")])
-    with caplog.at_level(logging.WARNING, logger="envs.datasets"):
+    with caplog.at_level(logging.WARNING, logger="evalfarm.envs.datasets"):
         loaded = load_problems(path, max_warnings=3)
     assert [p.id for p in loaded.problems] == ["a", "b"]
     assert loaded.skipped == 20

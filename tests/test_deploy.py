@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from broker.settings import Settings
-from workers.metrics.instruments import exported_names
+from evalfarm.broker.settings import Settings
+from evalfarm.workers.metrics.instruments import exported_names
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -118,7 +118,7 @@ def test_worker_environment_is_valid_farm_settings(worker) -> None:
     environment = {k: resolved(v) for k, v in worker["environment"].items()}
     settings_fields = {f"EVALFARM_{name.upper()}" for name in Settings.model_fields}
     assert set(environment) <= settings_fields | ENTRYPOINT_VARIABLES
-    farm = Settings(_env_prefix="EVALFARM_UNIT_UNUSED_", **{  # type: ignore[call-arg]
+    farm = Settings(**{  # type: ignore[call-arg]
         k.removeprefix("EVALFARM_").lower(): v for k, v in environment.items() if k in settings_fields
     })  # fmt: skip
     assert farm.broker_url == "redis://redis:6379/0"

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs.elm import walker_problems
+from evalfarm.envs.elm import walker_problems
 
 
 def openelm_walker_class() -> Any:
@@ -32,7 +32,7 @@ WALKER = openelm_walker_class()
 
 def sandbox_walker_class() -> Any:
     """The Walker sandboxed programs import (envs/sandbox_lib), which must validate as OpenELM's does."""
-    from envs.runtime import SANDBOX_LIB
+    from evalfarm.envs.runtime import SANDBOX_LIB
 
     path = f"{SANDBOX_LIB}/openelm/environments/sodaracer/walker/walk_creator.py"
     spec = importlib.util.spec_from_file_location("sandbox_walk_creator", path)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from envs.base import Context
-from envs.registry import env_ids
-from envs.scoring import score_job
-from sandbox.status import Status
+from evalfarm.envs.base import Context
+from evalfarm.envs.registry import env_ids
+from evalfarm.envs.scoring import score_job
+from evalfarm.sandbox.status import Status
 
 # A valid job per env id: a new env must add one here (the coverage test below says so).
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -114,7 +114,13 @@ def test_unknown_env_is_invalid() -> None:
 
 
 def test_code_envs_import_no_queue_or_metrics_code() -> None:
-    modules = ["envs", "envs.codecontests", "envs.humaneval", "envs.call", "envs.datasets"]
+    modules = [
+        "evalfarm.envs",
+        "evalfarm.envs.codecontests",
+        "evalfarm.envs.humaneval",
+        "evalfarm.envs.call",
+        "evalfarm.envs.datasets",
+    ]
     script = (
         f"import sys\nfor name in {modules!r}:\n    __import__(name)\n"
         "print([m for m in ('celery', 'redis', 'kombu', 'prometheus_client') if m in sys.modules])"

@@ -18,8 +18,14 @@ import farm_support
 import pytest
 from farm_support import ROOT, pool_children, wait_for, worker_env
 
-from broker.client import Farm
-from workers.demo_jobs import codecontests_jobs, hostile_jobs, humaneval_jobs, program_jobs, weight_edit_jobs
+from evalfarm.broker.client import Farm
+from evalfarm.workers.demo_jobs import (
+    codecontests_jobs,
+    hostile_jobs,
+    humaneval_jobs,
+    program_jobs,
+    weight_edit_jobs,
+)
 
 # Fixtures of the farm's test support: a private Redis, worker nodes on it, a producer client.
 redis_server = farm_support.redis_server
@@ -63,7 +69,7 @@ def mixed_jobs() -> list[dict[str, Any]]:
 
 @pytest.mark.sandbox
 def test_farm_results_equal_inline_results(workers, farm) -> None:
-    from workers.inline import InlinePool
+    from evalfarm.workers.inline import InlinePool
 
     jobs = mixed_jobs()
     with InlinePool(2) as pool:
@@ -82,7 +88,7 @@ def test_farm_results_equal_inline_results(workers, farm) -> None:
 
 @pytest.mark.minatar
 def test_weight_edits_split_by_episodes_merge_to_the_whole_jobs_result(redis_server, workers) -> None:
-    from envs import Context, score_job
+    from evalfarm.envs import Context, score_job
 
     jobs = weight_edit_jobs(episodes=12)
     whole = [score_job(job, Context()) for job in jobs]
@@ -142,7 +148,7 @@ def test_recycled_children_are_replaced_and_pinned(workers, farm) -> None:
 
 
 def _evalfarm(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "workers.cli", *args]
+    command = [sys.executable, "-m", "evalfarm.workers.cli", *args]
     return subprocess.run(command, cwd=ROOT, env=worker_env(), capture_output=True, text=True, **kwargs)
 
 
@@ -193,7 +199,7 @@ def test_up_serves_a_farm_and_stops_everything_it_started() -> None:
 def test_a_killed_score_local_leaves_nothing_running(tmp_path: Path) -> None:
     source = tmp_path / "jobs.jsonl"
     source.write_text("".join(json.dumps(j) + "\n" for j in farm_support.sleepy_jobs(200, 0.05)))
-    command = [sys.executable, "-m", "workers.cli", "score", str(source), "--local", "--no-progress"]
+    command = [sys.executable, "-m", "evalfarm.workers.cli", "score", str(source), "--local", "--no-progress"]
     score = subprocess.Popen(command, cwd=ROOT, env=worker_env(), stdout=subprocess.DEVNULL)
     try:
         wait_for(lambda: len(_descendants(score.pid)) >= 3, 60, "redis, the node and its pool")

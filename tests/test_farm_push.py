@@ -21,8 +21,8 @@ import pytest
 import redis
 from farm_support import ROOT, TESTS, assert_each_once, client_settings, sleepy_jobs, wait_for
 
-from broker.aio import AsyncFarm
-from broker.keys import REPLY_PREFIX
+from evalfarm.broker.aio import AsyncFarm
+from evalfarm.broker.keys import REPLY_PREFIX
 
 redis_server = farm_support.redis_server
 workers = farm_support.workers
@@ -160,7 +160,7 @@ PRODUCER = """
 import sys
 sys.path[:0] = {paths!r}
 from farm_support import client_settings, sleepy_jobs
-from broker.client import Farm
+from evalfarm.broker.client import Farm
 with Farm(settings=client_settings({url!r}), progress=False) as farm:
     for n, _ in enumerate(farm.stream(sleepy_jobs(200, 0.02))):
         if n == 5:
@@ -187,8 +187,8 @@ def test_a_producer_killed_mid_batch_leaves_nothing_in_redis_after_the_reply_ttl
 
 
 def test_the_audit_finds_only_tasks_the_farm_does_not_hold(redis_server) -> None:
-    from broker.audit import audit_keys, locate
-    from broker.keys import UNACKED_KEY
+    from evalfarm.broker.audit import audit_keys, locate
+    from evalfarm.broker.keys import UNACKED_KEY
 
     client = redis.Redis.from_url(redis_server.url)
     keys = audit_keys(client_settings(redis_server.url))

@@ -24,9 +24,9 @@ import requests
 from celery.events.receiver import EventReceiver
 from farm_support import ROOT, Workers, client_settings, wait_until, worker_env
 
-from broker.app import make_app
-from broker.client import Farm
-from workers.embedded import free_port
+from evalfarm.broker.app import make_app
+from evalfarm.broker.client import Farm
+from evalfarm.workers.embedded import free_port
 
 # Fixtures of the farm's test support: a private Redis and worker nodes on it.
 redis_server = farm_support.redis_server
@@ -55,7 +55,7 @@ def rendered(url: str) -> str:
 def farm_with_flower(request: Any) -> Iterator[tuple[str, str]]:
     port = free_port()
     env = worker_env(EVALFARM_WARM_SANDBOX="0", **getattr(request, "param", {}))
-    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "1", "--flower", str(port)]
+    command = [sys.executable, "-m", "evalfarm.workers.cli", "up", "--workers", "1", "--flower", str(port)]
     with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as up:
         assert up.stdout is not None
         lines = [up.stdout.readline() for _ in range(3)]

@@ -23,7 +23,7 @@ import pytest
 import requests
 from farm_support import ROOT, worker_env
 
-from workers.embedded import GatewayProcess, RedisServer, WorkerProcess, free_port
+from evalfarm.workers.embedded import GatewayProcess, NodeProcess, RedisServer, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox, pytest.mark.timeout(300)]
 
@@ -36,7 +36,7 @@ class Farm:
     def __init__(self, directory: str, **gateway_env: str) -> None:
         self.redis = RedisServer(directory=directory).start()
         env = worker_env(EVALFARM_WARM_SANDBOX="1")
-        self.node = WorkerProcess(self.redis.url, ["--concurrency", "2"], env).start()
+        self.node = NodeProcess(self.redis.url, ["--concurrency", "2"], env).start()
         self.gateway = GatewayProcess(self.redis.url, free_port(), worker_env(**gateway_env)).start()
         self.gateway.wait_ready(60)
         self.url = self.gateway.url
@@ -418,7 +418,10 @@ def test_a_request_posted_again_while_it_is_scored_is_not_scored_twice(farm: Far
     # A client that times out and posts the same request again (OpenRLHF's, verl's) waits on the
     # first one's jobs: each job runs once, and both requests get its result.
     log = tmp_path / "runs.log"
-    jobs = [{"id": f"again-{i}", "env": "sleepy", "sleep_s": 1.0, "value": i, "runs_log": str(log)} for i in range(2)]
+    jobs = [
+        {"id": f"again-{i}", "env": "sleepy", "sleep_s": 1.0, "value": i, "runs_log": str(log)}
+        for i in range(2)
+    ]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         first = pool.submit(requests.post, f"{farm.url}/v1/score", json={"jobs": jobs}, timeout=60)
         time.sleep(0.3)  # the first is being scored
@@ -524,7 +527,7 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
     command = [
         sys.executable,
         "-m",
-        "workers.cli",
+        "evalfarm.workers.cli",
         "gateway",
         "--broker",
         "redis://127.0.0.1:1/0",
@@ -539,7 +542,7 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
 def test_up_serves_the_gateway(tmp_path: Path) -> None:
     port = free_port()
     env = worker_env(EVALFARM_WARM_SANDBOX="0")
-    command = [sys.executable, "-m", "workers.cli", "up", "--workers", "1", "--http", str(port)]
+    command = [sys.executable, "-m", "evalfarm.workers.cli", "up", "--workers", "1", "--http", str(port)]
     with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as up:
         assert up.stdout is not None
         lines = [up.stdout.readline() for _ in range(3)]

@@ -30,7 +30,7 @@ from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast  #
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 from trl.trainer.utils import shutdown_event_loop_in_daemon  # noqa: E402
 
-from broker.rewards import make_trl_reward  # noqa: E402
+from evalfarm.trainers.rewards import make_trl_reward  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox, pytest.mark.timeout(300)]
 redis_server = farm_support.redis_server

@@ -14,7 +14,7 @@ import corpus
 import pytest
 import unprivileged
 
-from sandbox import Sandbox
+from evalfarm.sandbox import Sandbox
 
 pytestmark = pytest.mark.sandbox
 CASES = corpus.load_cases()

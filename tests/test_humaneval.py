@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from envs.base import Context
-from envs.humaneval import HumanEvalJob, candidate_program
-from envs.scoring import score_job
+from evalfarm.envs.base import Context
+from evalfarm.envs.humaneval import HumanEvalJob, candidate_program
+from evalfarm.envs.scoring import score_job
 
 
 def load_human_eval() -> list[dict[str, Any]]:

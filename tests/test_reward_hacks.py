@@ -16,7 +16,7 @@ import hack_corpus
 import pytest
 import unprivileged
 
-from envs import Context
+from evalfarm.envs import Context
 
 pytestmark = pytest.mark.sandbox
 CASES = hack_corpus.load_cases()

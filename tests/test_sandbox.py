@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import CallSpec, Limits, Sandbox, SandboxConfig, Status
-from sandbox.bridge import parse_reply
+from evalfarm.sandbox import CallSpec, Limits, Sandbox, SandboxConfig, Status
+from evalfarm.sandbox.bridge import parse_reply
 
 pytestmark = pytest.mark.sandbox
 
@@ -39,7 +39,7 @@ def test_every_layer_is_reported_on(sandbox: Sandbox) -> None:
 
 
 def test_the_start_up_probe_fails_closed_on_a_layer_that_does_not_hold() -> None:
-    from sandbox._probe import failed_layers
+    from evalfarm.sandbox._probe import failed_layers
 
     layers = {"network": "on", "landlock": "off (not supported by this kernel)"}
     checks = b'{"network": false, "landlock": false, "seccomp": true}'
@@ -249,7 +249,7 @@ def test_packages_installed_below_tmp_stay_importable(
 def test_a_slot_starts_whatever_descriptor_number_its_channel_gets() -> None:
     # The server moves its channel to a fixed descriptor; the client's end may already be that one.
     # A slot opens a few descriptors of its own first (a uid lock as root), so try several offsets.
-    from sandbox._server import CONTROL_FD
+    from evalfarm.sandbox._server import CONTROL_FD
 
     for free_below in (1, 2, 3, 4):
         spare = []

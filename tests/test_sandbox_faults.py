@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import Sandbox, SandboxConfig, Status
+from evalfarm.sandbox import Sandbox, SandboxConfig, Status
 
 pytestmark = pytest.mark.sandbox
 
@@ -150,7 +150,7 @@ def test_a_server_lost_on_every_attempt_is_an_infra_error_and_the_slot_recovers(
     ],
 )
 def test_genuine_verdicts_keep_their_status(sandbox: Sandbox, code: str, status: Status) -> None:
-    from sandbox import Limits
+    from evalfarm.sandbox import Limits
 
     result = sandbox.run(code, limits=Limits(cpu_s=1, wall_s=5))
     assert result.status is status, (result.error, result.stderr[-300:])

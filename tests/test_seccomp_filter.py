@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from sandbox import _linux, _seccomp
+from evalfarm.sandbox import _linux, _seccomp
 
 ALLOW = 0x7FFF0000
 KILL = 0x80000000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox import MAX_LIMITS, PRECEDENCE, Limits, Status, worst
+from evalfarm.sandbox import MAX_LIMITS, PRECEDENCE, Limits, Status, worst
 
 
 def test_codes_match_the_contract() -> None:

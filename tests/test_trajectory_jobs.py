@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envs import Context, score_job
+from evalfarm.envs import Context, score_job
 
 pytestmark = pytest.mark.sandbox
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandbox import values
+from evalfarm.sandbox import values
 
 
 def same(left: Any, right: Any) -> bool:

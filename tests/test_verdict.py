@@ -6,9 +6,9 @@ import signal
 
 import pytest
 
-from sandbox.limits import Limits
-from sandbox.status import Status
-from sandbox.verdict import Observed, classify, classify_judged, compile_verdict, infra_reason
+from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.status import Status
+from evalfarm.sandbox.verdict import Observed, classify, classify_judged, compile_verdict, infra_reason
 
 LIMITS = Limits(wall_s=10.0, cpu_s=5.0, memory_mb=512).to_dict()
 STARTED = {"started": True}

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from envs.base import Context
-from envs.registry import get_env
-from envs.scoring import score_job
-from envs.weight_edits import MAX_ANSWER_CHARS, MAX_EPISODES, grade_answer, merge_results, split_job
+from evalfarm.envs.base import Context
+from evalfarm.envs.registry import get_env
+from evalfarm.envs.scoring import score_job
+from evalfarm.envs.weight_edits import MAX_ANSWER_CHARS, MAX_EPISODES, grade_answer, merge_results, split_job
 
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "weight_edits_golden.json").read_text())
 CASES = {case["name"]: case for case in GOLDEN["cases"]}
@@ -267,7 +267,7 @@ def test_synth_source_grades_through_an_installed_minatar_synth(
 ) -> None:
     import importlib
 
-    from envs.weight_edits.games import ORIGINAL_CHANNEL_GROUPS
+    from evalfarm.envs.weight_edits.games import ORIGINAL_CHANNEL_GROUPS
 
     package = tmp_path / "minatar_synth" / "games"
     package.mkdir(parents=True)

@@ -23,11 +23,11 @@ import numba
 import numpy as np
 import pytest
 
-from envs.weight_edits import certified, games, policy, reference, runner
-from envs.weight_edits.certified import Network
-from envs.weight_edits.deadline import Deadline
-from envs.weight_edits.edits import TENSOR_SHAPES, Tensors
-from envs.weight_edits.policy import Policy
+from evalfarm.envs.weight_edits import certified, games, policy, reference, runner
+from evalfarm.envs.weight_edits.certified import Network
+from evalfarm.envs.weight_edits.deadline import Deadline
+from evalfarm.envs.weight_edits.edits import TENSOR_SHAPES, Tensors
+from evalfarm.envs.weight_edits.policy import Policy
 
 pytestmark = pytest.mark.minatar
 

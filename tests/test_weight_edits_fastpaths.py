@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.weight_edits import apply_edits, games, grading, policy, runner
-from envs.weight_edits.deadline import Deadline
-from envs.weight_edits.episodes import FastRunner
-from envs.weight_edits.policy import Policy
+from evalfarm.envs.weight_edits import apply_edits, games, grading, policy, runner
+from evalfarm.envs.weight_edits.deadline import Deadline
+from evalfarm.envs.weight_edits.episodes import FastRunner
+from evalfarm.envs.weight_edits.policy import Policy
 
 pytestmark = pytest.mark.minatar
 

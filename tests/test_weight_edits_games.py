@@ -26,7 +26,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from envs.weight_edits import asterix, breakout, freeway, games, mt19937, runner, seaquest, space_invaders
+from evalfarm.envs.weight_edits import (
+    asterix,
+    breakout,
+    freeway,
+    games,
+    mt19937,
+    runner,
+    seaquest,
+    space_invaders,
+)
 
 pytestmark = pytest.mark.minatar
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from envs.base import Context
-from envs.scoring import score_job
-from envs.trajectory import assistant_answer
-from workers.cli import build_parser, main
+from evalfarm.envs.base import Context
+from evalfarm.envs.scoring import score_job
+from evalfarm.envs.trajectory import assistant_answer
+from evalfarm.workers.cli import build_parser, main
 
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "weight_edits_verify_golden.json").read_text())
 CASES = {case["name"]: case for case in GOLDEN["cases"]}
@@ -159,9 +159,9 @@ class FakeFarm:
 def test_broker_grades_split_over_the_farm_with_the_same_bytes(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import broker.client
+    import evalfarm.broker.client
 
-    monkeypatch.setattr(broker.client, "Farm", FakeFarm)
+    monkeypatch.setattr(evalfarm.broker.client, "Farm", FakeFarm)
     case = CASES[name]
     flags = ("--broker", "redis://farm.invalid:6379/0")
     status, reward_path = run_verify(tmp_path, monkeypatch, case["variables"], case["trajectory"], *flags)
@@ -169,7 +169,7 @@ def test_broker_grades_split_over_the_farm_with_the_same_bytes(
 
 
 def test_code_envs_get_the_answer_as_completion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import broker.client
+    import evalfarm.broker.client
 
     seen: list[dict[str, Any]] = []
 
@@ -187,7 +187,7 @@ def test_code_envs_get_the_answer_as_completion(tmp_path: Path, monkeypatch: pyt
                 }
             ]
 
-    monkeypatch.setattr(broker.client, "Farm", RecordingFarm)
+    monkeypatch.setattr(evalfarm.broker.client, "Farm", RecordingFarm)
     job_file = tmp_path / "job.json"
     job_file.write_text(
         json.dumps({"prompt": "def add(a, b):\n", "test": "def check(f):\n    assert f(1, 2) == 3\n"})

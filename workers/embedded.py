@@ -150,15 +150,15 @@ class RedisServer:
             self._tmp = None
 
 
-class WorkerProcess:
-    """`evalfarm worker` as a child process in its own process group."""
+class NodeProcess:
+    """A worker node (`evalfarm worker`) as a child process in its own process group."""
 
     def __init__(self, broker_url: str, args: Sequence[str] = (), env: dict[str, str] | None = None) -> None:
-        self.command = [sys.executable, "-m", "workers.cli", "worker", "--broker", broker_url, *args]
+        self.command = [sys.executable, "-m", "evalfarm.workers.cli", "worker", "--broker", broker_url, *args]
         self.env = env
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> WorkerProcess:
+    def start(self) -> NodeProcess:
         """Start the node (it connects and starts consuming on its own)."""
         # Celery prints its banner on stdout; keep ours for what the commands print (URLs, results).
         self.proc = subprocess.Popen(
@@ -185,7 +185,7 @@ class WorkerProcess:
             self.proc = None
 
 
-class GatewayProcess(WorkerProcess):
+class GatewayProcess(NodeProcess):
     """`evalfarm gateway` on loopback as a child process in its own process group."""
 
     def __init__(self, broker_url: str, port: int, env: dict[str, str] | None = None) -> None:
@@ -194,7 +194,7 @@ class GatewayProcess(WorkerProcess):
         self.command = [
             sys.executable,
             "-m",
-            "workers.cli",
+            "evalfarm.workers.cli",
             "gateway",
             "--broker",
             broker_url,
@@ -221,7 +221,7 @@ class GatewayProcess(WorkerProcess):
         raise EmbeddedError(f"the gateway did not listen on port {self.port} within {timeout_s} s")
 
 
-class FlowerProcess(WorkerProcess):
+class FlowerProcess(NodeProcess):
     """Flower, Celery's web dashboard, on loopback as a child process; `EVALFARM_FLOWER_AUTH`
     (user:password) turns on its basic authentication."""
 
@@ -243,7 +243,8 @@ class EmbeddedFarm:
 
     `workers` sizes the node's pool (default: one process per allowed CPU); `worker_env` is the
     environment of the node (default: this process's), where tests put their EVALFARM_* settings.
-    `http_port` also starts the HTTP gateway there, on loopback; `flower_port`, Flower.
+    `http_port` also starts the HTTP gateway there, on loopback; `flower_port`, Flower. `quiet`: the
+    node logs warnings only, without Celery's banner (a command's user wants its results).
     """
 
     def __init__(
@@ -254,10 +255,16 @@ class EmbeddedFarm:
         redis_port: int | None = None,
         http_port: int | None = None,
         flower_port: int | None = None,
+        quiet: bool = True,
     ) -> None:
         self.redis = RedisServer(port=redis_port)
-        args = [*worker_args, *(["--concurrency", str(workers)] if workers else [])]
-        self.worker = WorkerProcess(self.redis.url, args, worker_env)
+        args = [
+            *(["--quiet"] if quiet else []),
+            *worker_args,
+            *(["--concurrency", str(workers)] if workers else []),
+        ]
+        self.worker = NodeProcess(self.redis.url, args, _own_metrics_port(worker_env))
+        self.metrics_url: str | None = None  # where the node serves /metrics, once it is ready
         self.gateway = GatewayProcess(self.redis.url, http_port, worker_env) if http_port else None
         self.flower = FlowerProcess(self.redis.url, flower_port, worker_env) if flower_port else None
 
@@ -265,18 +272,6 @@ class EmbeddedFarm:
     def broker_url(self) -> str:
         """Where producers send jobs."""
         return self.redis.url
-
-    @property
-    def metrics_url(self) -> str | None:
-        """Where the node serves /metrics, or None while the build has no metrics module."""
-        from workers.node import metrics_module
-
-        if metrics_module() is None:
-            return None
-        from broker.settings import Settings
-
-        port = Settings().metrics_port  # the node reads the same EVALFARM_* environment
-        return f"http://127.0.0.1:{port}/metrics" if port else None
 
     def start(self, ready_timeout_s: float = 60.0) -> EmbeddedFarm:
         """Start Redis, then the node, and wait until the node has announced its pool."""
@@ -298,7 +293,7 @@ class EmbeddedFarm:
         """Wait until worker nodes have advertised themselves; their pool processes in total."""
         import redis
 
-        from broker.keys import NODE_KEY_PREFIX
+        from evalfarm.broker.keys import METRICS_KEY_PREFIX, NODE_KEY_PREFIX
 
         client = redis.Redis.from_url(self.broker_url)
         deadline = time.monotonic() + timeout_s
@@ -309,6 +304,9 @@ class EmbeddedFarm:
                 keys = client.keys(NODE_KEY_PREFIX + "*")
                 ready = sum(int(v) for v in client.mget(keys) if v is not None) if keys else 0
                 if ready:  # a node advertises its pool once it is ready (0 while it starts)
+                    # This Redis is the farm's own: the URL its node advertised is this farm's.
+                    urls = [client.get(key) for key in client.keys(METRICS_KEY_PREFIX + "*")]
+                    self.metrics_url = next((_text(url) for url in urls if url), None)
                     return ready
                 time.sleep(0.1)
         finally:
@@ -328,6 +326,36 @@ class EmbeddedFarm:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _own_metrics_port(env: dict[str, str] | None) -> dict[str, str] | None:
+    """The node's environment, its /metrics port moved to a free one when the configured port is
+    taken (by another farm on this machine): its URL is then this farm's, never the other's."""
+    base = dict(os.environ if env is None else env)
+    try:
+        port = int(base.get("EVALFARM_METRICS_PORT", "9808"))
+    except ValueError:
+        return env  # the node refuses it, with the reason
+    if port == 0 or _port_free(port):
+        return env
+    base["EVALFARM_METRICS_PORT"] = str(free_port())
+    log.warning("port %d is taken (another farm?): this farm's metrics go to port %s", port,
+                base["EVALFARM_METRICS_PORT"])  # fmt: skip
+    return base
+
+
+def _port_free(port: int) -> bool:
+    """True when nothing listens on `port` of loopback (or any address) now."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 @contextlib.contextmanager

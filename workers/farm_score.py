@@ -18,9 +18,9 @@ def add_arguments(where: Any) -> None:
 def farm_results(args: argparse.Namespace, lines: list[Any]) -> Iterator[Iterator[dict[str, Any]]]:
     """Results of the jobs file's `lines` in order, from the farm the flags name (embedded unless a
     broker); lines that are not jobs are answered in place."""
-    from broker.client import Farm
-    from workers.jobs_file import in_place, parse
-    from workers.options import settings_from
+    from evalfarm.broker.client import Farm
+    from evalfarm.workers.jobs_file import in_place, parse
+    from evalfarm.workers.options import settings_from
 
     settings = settings_from(broker_url=getattr(args, "broker", None))
     jobs = [parse(line) for line in lines]
@@ -28,7 +28,7 @@ def farm_results(args: argparse.Namespace, lines: list[Any]) -> Iterator[Iterato
         with Farm(settings=settings, progress=False) as farm:
             yield in_place(jobs, farm.iter_ordered)
         return
-    from workers.embedded import EmbeddedFarm
+    from evalfarm.workers.embedded import EmbeddedFarm
 
     with EmbeddedFarm(workers=args.workers) as embedded, Farm(embedded.broker_url, progress=False) as farm:
         yield in_place(jobs, farm.iter_ordered)

@@ -10,10 +10,13 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+# This pool process's scoring state: multiprocessing calls `score_line` with the line alone, so its
+# initializer leaves the state here, in the pool process (the parent never sets it).
+_process: Any = None
 
-def _init_worker(cpus: list[int], sandboxes: list[Any], next_index: Any) -> None:
-    from tasks import process
 
+def _init_worker(process: Any, cpus: list[int], sandboxes: list[Any], next_index: Any) -> None:
+    global _process
     gc.enable()  # forked while the pool's parent held collection off; what it froze stays frozen here
 
     with next_index.get_lock():  # this pool's count: a process's global identity is not
@@ -26,35 +29,35 @@ def _init_worker(cpus: list[int], sandboxes: list[Any], next_index: Any) -> None
     # A replacement for a dead pool process (index past the first ones) starts a sandbox of its own,
     # on the core it was pinned to.
     own = sandboxes[index] if index < len(sandboxes) else None
-    process.open_process(slot=index, sandbox=own)
+    process.open(slot=index, sandbox=own)
+    _process = process
 
 
 def settings_from_environment() -> Any:
     """The `EVALFARM_*` settings, or None (meaning their defaults) when no such variable is set.
 
-    A local pool needs only a few of them, and importing pydantic-settings takes about 0.1 s, which
-    shows next to scoring a small file; so it is loaded only when there is something to read.
+    A local pool needs only a few of them, and reading them imports pydantic-settings (about 0.1 s,
+    which shows next to scoring a small file); so it is read only when there is something to read.
     """
     if not any(name.startswith("EVALFARM_") for name in os.environ):
         return None
-    from broker.settings import Settings
+    from evalfarm.broker.settings import WorkerSettings
 
-    return Settings()
+    return WorkerSettings.from_env()
 
 
 def score_line(line: str) -> dict[str, Any]:
     """Parse one JSONL line and score it; a line that is not JSON becomes an invalid_job result."""
-    from envs import score_job
-    from tasks import process
-    from workers.jobs_file import BadLine, parse
+    from evalfarm.envs import score_job
+    from evalfarm.workers.jobs_file import BadLine, parse
 
     job = parse(line)
-    return job.result() if isinstance(job, BadLine) else score_job(job, process.process_context())
+    return job.result() if isinstance(job, BadLine) else score_job(job, _process.context())
 
 
 def env_ids_of(lines: Iterable[str]) -> set[str]:
     """The env ids named by JSONL job lines (lines that are not jobs are skipped)."""
-    from workers.jobs_file import parse
+    from evalfarm.workers.jobs_file import parse
 
     ids = set()
     for line in lines:
@@ -74,8 +77,8 @@ class InlinePool:
     """
 
     def __init__(self, workers: int = 2, cpus: list[int] | None = None, env_ids: Iterable[str] = ()) -> None:
-        from envs.runtime import sandbox_config
-        from sandbox import Sandbox
+        from evalfarm.envs.runtime import sandbox_config
+        from evalfarm.sandbox import Sandbox
 
         cpus = cpus or sorted(os.sched_getaffinity(0))
         # The slots' servers set up while this process imports and forks.
@@ -91,11 +94,11 @@ class InlinePool:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            from envs import InvalidJob, get_env
-            from envs.datasets import DatasetStore  # noqa: F401  (imported once, not by each process)
-            from tasks import process
+            from evalfarm.envs import InvalidJob, get_env
+            from evalfarm.envs.datasets import DatasetStore  # noqa: F401  (imported once, not by each process)
+            from evalfarm.tasks.process import WorkerProcess
 
-            process.configure(settings_from_environment())
+            process = WorkerProcess(settings_from_environment())  # extra envs registered before fork
             for env_id in env_ids:
                 try:
                     get_env(env_id)
@@ -105,7 +108,9 @@ class InlinePool:
             ctx = multiprocessing.get_context("fork")  # started before any thread: fork is safe here
             next_index = ctx.Value("i", 0)
             gc.freeze()
-            self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cpus, sandboxes, next_index))
+            self._pool = ctx.Pool(
+                workers, initializer=_init_worker, initargs=(process, cpus, sandboxes, next_index)
+            )
         finally:
             gc.unfreeze()
             if collecting:

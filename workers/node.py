@@ -13,11 +13,12 @@ import logging
 import os
 import socket
 import uuid
+import warnings
 from typing import Any
 
-from broker.app import make_app
-from broker.settings import Settings
-from workers.liveness import NodeLiveness
+from evalfarm.broker.app import make_app
+from evalfarm.broker.settings import WorkerSettings
+from evalfarm.workers.liveness import NodeLiveness
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class NodePlan:
         return self.slot_base + index
 
 
-def plan_node(settings: Settings, queues: list[str] | None = None, name: str | None = None) -> NodePlan:
+def plan_node(settings: WorkerSettings, queues: list[str] | None = None, name: str | None = None) -> NodePlan:
     """The node's plan from settings: all queues, one child per allowed CPU unless told otherwise."""
     allowed = sorted(os.sched_getaffinity(0))
     cpus = tuple(settings.cpus or allowed)
@@ -57,32 +58,43 @@ def plan_node(settings: Settings, queues: list[str] | None = None, name: str | N
     )
 
 
-def run_node(settings: Settings, plan: NodePlan, loglevel: str = "INFO") -> int:
-    """Run the node in the foreground until a shutdown signal; returns Celery's exit code."""
-    import tasks
+def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", quiet: bool = False) -> int:
+    """Run the node in the foreground until a shutdown signal; returns Celery's exit code.
+    `quiet`: no Celery banner (a node an embedded farm starts for a command's user)."""
+    from evalfarm import tasks
+    from evalfarm.workers import metrics
 
     if loglevel != "DEBUG":  # one line per task received and per result is too much for a farm
         for name in ("celery.app.trace", "celery.worker.strategy"):
             logging.getLogger(name).setLevel(logging.WARNING)
     app = make_app(settings)
-    app.conf.worker_pool = "workers.pool:TaskPool"  # prefork, reaping dead children sooner
+    app.conf.update(node_config(settings))
     # This incarnation's id: the transport records the messages it holds under it (a node restarted
     # under the same name, as a container keeps its hostname, is another holder).
     holder = f"{plan.name}#{uuid.uuid4().hex[:12]}"
     app.conf.broker_transport_options = {**app.conf.broker_transport_options, "evalfarm_holder": holder}
-    tasks.register(app, settings)
-    metrics_url = start_metrics(settings)
+    process = tasks.WorkerProcess(settings)  # built before the pool forks: every child inherits it
+    tasks.register(app, process)
+    metrics_url = metrics.serve(process)
     liveness = NodeLiveness(
-        app, holder, plan.concurrency, settings, _restored_counter(metrics_url), working=_working_tags
+        app,
+        holder,
+        plan.concurrency,
+        settings,
+        _restored_counter(metrics_url),
+        working=_working_tags,
+        metrics_url=metrics_url,
     )
     liveness.register()
-    _connect_signals(app, plan, liveness)
+    _connect_signals(app, plan, process, liveness)
     log.info(
         "worker %s: queues %s, %d processes on cpus %s, sandbox slots %d-%d",
         plan.name, ",".join(plan.queues), plan.concurrency, list(plan.cpus),
         plan.slot_of(0), plan.slot_of(plan.concurrency - 1),
     )  # fmt: skip
+    _explain_root()
     argv = [
+        *(["--quiet"] if quiet else []),
         "worker",
         f"--hostname={plan.name}",
         f"--queues={','.join(plan.queues)}",
@@ -102,25 +114,29 @@ def run_node(settings: Settings, plan: NodePlan, loglevel: str = "INFO") -> int:
     return 0
 
 
-def metrics_module() -> Any:
-    """The metrics module (`workers.metrics`, a later addition), or None while there is none.
+def _explain_root() -> None:
+    """Say what running as root means here, instead of Celery's warning against it: the node needs
+    root for the sandbox's cgroups, and no program runs as root (each slot's runs have a uid of
+    their own, without capabilities). Messages are JSON only, never pickle, so Celery allows it."""
+    if os.geteuid() != 0:
+        return
+    from celery.exceptions import SecurityWarning
 
-    This is the one seam metrics plug into: a module exposing `serve(settings) -> str` (the URL it
-    serves /metrics on) is started by every node here and its URL printed by `evalfarm up`.
-    """
-    try:
-        import workers.metrics as metrics  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError as error:
-        if error.name != "workers.metrics":
-            raise
-        return None
-    return metrics
+    warnings.filterwarnings("ignore", ".*superuser privileges", SecurityWarning)
+    log.info("running as root, for the sandbox's cgroups: programs run as each slot's own uid")
 
 
-def start_metrics(settings: Settings) -> str | None:
-    """Serve this node's metrics if the metrics module exists; the URL, or None."""
-    metrics = metrics_module()
-    return metrics.serve(settings) if metrics is not None else None
+def node_config(settings: WorkerSettings) -> dict[str, Any]:
+    """The Celery settings only a worker node reads (the farm's own are `broker.app`'s)."""
+    return {
+        "worker_pool": "evalfarm.workers.pool:TaskPool",  # prefork, reaping dead children sooner
+        # How long the pool waits for a dead child's last result before declaring the chunk lost
+        # (Celery's 10 s default would make each retry of a crashing job cost 10 s).
+        "worker_lost_wait": settings.worker_lost_wait_s,
+        "worker_send_task_events": settings.send_task_events,
+        # Task events published in a few messages a second, not one per event (workers/events.py).
+        "worker_consumer": "evalfarm.workers.events:Consumer",
+    }
 
 
 def _working_tags() -> set[str]:
@@ -139,27 +155,25 @@ def _restored_counter(metrics_url: str | None) -> Any:
     """Counts messages this node restored from dead ones, where metrics are served."""
     if metrics_url is None:
         return None
-    from workers.metrics import instruments
+    from evalfarm.workers.metrics import instruments
 
     return instruments.MESSAGES_RESTORED.inc
 
 
-def _connect_signals(app: Any, plan: NodePlan, liveness: NodeLiveness) -> None:
+def _connect_signals(app: Any, plan: NodePlan, process: Any, liveness: NodeLiveness) -> None:
     """Hook the child's start (pin, open the slot), its end, and the node's heartbeat."""
     from celery import signals
-
-    import tasks
 
     def child_started(**_: Any) -> None:
         index = _child_index()
         cpu = plan.cpu_of(index)
         os.sched_setaffinity(0, {cpu})
-        tasks.open_process(plan.slot_of(index))
+        process.open(plan.slot_of(index))
         log.info("pool child %d (pid %d) pinned to cpu %d, sandbox slot %d", index, os.getpid(), cpu,
                  plan.slot_of(index))  # fmt: skip
 
     def child_stopping(**_: Any) -> None:
-        tasks.close_process()
+        process.close()
 
     signals.worker_process_init.connect(child_started, weak=False)
     signals.worker_process_shutdown.connect(child_stopping, weak=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from broker.settings import Settings
+from evalfarm.broker.settings import Settings
 
 
 def cpu_list(text: str) -> list[int]:
@@ -25,4 +25,4 @@ def cpu_list(text: str) -> list[int]:
 def settings_from(**overrides: Any) -> Settings:
     """Settings from the environment, with the command line's values (those given) on top."""
     given = {name: value for name, value in overrides.items() if value is not None}
-    return Settings(**given)
+    return Settings.from_env(**given)

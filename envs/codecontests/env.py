@@ -22,16 +22,17 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from envs.base import Context, Env, InvalidJob
-from envs.codecontests.compare import normalize_output, outputs_match
-from envs.codecontests.extract import LANGUAGE_NAMES, extract_code
-from envs.codecontests.feedback import PublicOutcome, format_feedback, parse_error_feedback
-from envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
-from envs.datasets import DatasetStore, IOPair, Problem
-from envs.trajectory import answer_field
-from envs.validation import validate_job
-from sandbox.limits import Limits
-from sandbox.status import Status, worst
+from evalfarm.envs.base import Context, Env, InvalidJob
+from evalfarm.envs.catalog import ENVS
+from evalfarm.envs.codecontests.compare import normalize_output, outputs_match
+from evalfarm.envs.codecontests.extract import LANGUAGE_NAMES, extract_code
+from evalfarm.envs.codecontests.feedback import PublicOutcome, format_feedback, parse_error_feedback
+from evalfarm.envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
+from evalfarm.envs.datasets import DatasetStore, IOPair, Problem
+from evalfarm.envs.trajectory import answer_field
+from evalfarm.envs.validation import validate_job
+from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.status import Status, worst
 
 # Runs after which the remaining tests cannot change the verdict (or the verdict cannot be trusted).
 _STOPPERS = frozenset({Status.SYNTAX_ERROR, Status.INFRA_ERROR})
@@ -60,8 +61,8 @@ class CodeContestsEnv(Env):
     """Competitive-programming answers against stdin/stdout tests."""
 
     id = "codecontests"
-    fields = frozenset(CodeContestsJob.model_fields) | {"trajectory"}
-    version = "2"  # 2: `language`
+    fields = ENVS[id].fields  # the catalog (envs/catalog.py) says what an env is
+    version = ENVS[id].version
     default_limits = Limits(wall_s=4.0, cpu_s=2.0, memory_mb=512, output_bytes=4 << 20)
 
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from envs.base import InvalidJob
-from envs.datasets import Problem
-from envs.validation import JobModel
+from evalfarm.envs.base import InvalidJob
+from evalfarm.envs.datasets import Problem
+from evalfarm.envs.validation import JobModel
 
 MAX_CODE_CHARS = 256 << 10  # `code`, and the program extracted from a completion
 MAX_COMPLETION_CHARS = 1 << 20  # raw model output, prose included

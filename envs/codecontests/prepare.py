@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from envs.datasets import DatasetError
+from evalfarm.envs.datasets import DatasetError
 
 COLUMNS = ("name", "description", "public_tests", "private_tests", "generated_tests", "difficulty")
 BATCH_ROWS = 64

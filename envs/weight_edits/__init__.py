@@ -1,10 +1,16 @@
 """Weight-edit answers graded in MinAtar, identical to seed 004's grader, fast and splittable."""
 
-from envs.weight_edits.edits import TENSOR_SHAPES, apply_edits
-from envs.weight_edits.env import MAX_ANSWER_CHARS, MAX_EPISODES, WeightEditsEnv, WeightEditsJob, parse_job
-from envs.weight_edits.games import GAMES
-from envs.weight_edits.grading import grade_answer
-from envs.weight_edits.split import merge_results, split_job
+from evalfarm.envs.weight_edits.edits import TENSOR_SHAPES, apply_edits
+from evalfarm.envs.weight_edits.env import (
+    MAX_ANSWER_CHARS,
+    MAX_EPISODES,
+    WeightEditsEnv,
+    WeightEditsJob,
+    parse_job,
+)
+from evalfarm.envs.weight_edits.games import GAMES
+from evalfarm.envs.weight_edits.grading import grade_answer
+from evalfarm.envs.weight_edits.split import merge_results, split_job
 
 __all__ = [
     "GAMES",

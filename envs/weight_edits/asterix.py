@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.weight_edits import mt19937
-from envs.weight_edits.jit import jit
+from evalfarm.envs.weight_edits import mt19937
+from evalfarm.envs.weight_edits.jit import jit
 
 TERMINAL, ESCAPE, PLAYER_X, PLAYER_Y, SPAWN_TIMER, MOVE_TIMER, ENTITIES = range(7)
 SLOTS = 8

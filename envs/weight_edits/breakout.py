@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.weight_edits import mt19937
-from envs.weight_edits.jit import jit
+from evalfarm.envs.weight_edits import mt19937
+from evalfarm.envs.weight_edits.jit import jit
 
 TERMINAL, ESCAPE, BALL_X, BALL_Y, BALL_DIR, POS, STRIKE, LAST_X, LAST_Y, BRICKS = range(10)
 SIZE = 10

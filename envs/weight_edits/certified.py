@@ -101,8 +101,8 @@ import math
 
 import numpy as np
 
-from envs.weight_edits.edits import Tensors
-from envs.weight_edits.jit import jit, jit_inline, jit_sums
+from evalfarm.envs.weight_edits.edits import Tensors
+from evalfarm.envs.weight_edits.jit import jit, jit_inline, jit_sums
 
 U32 = 2.0**-24
 DELTA = 2.0**-21

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from envs.base import EnvError
+from evalfarm.envs.base import EnvError
 
 
 class GradeTimeout(EnvError):

@@ -15,13 +15,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from envs.base import Context, Env, InvalidJob
-from envs.trajectory import answer_field
-from envs.weight_edits import games, grading, reference
-from envs.weight_edits.deadline import Deadline, GradeTimeout
-from envs.weight_edits.episodes import preload_games
-from envs.weight_edits.runner import compile_loop
-from sandbox import Limits, Status
+from evalfarm.envs.base import Context, Env, InvalidJob
+from evalfarm.envs.catalog import ENVS
+from evalfarm.envs.trajectory import answer_field
+from evalfarm.envs.weight_edits import games, grading, reference
+from evalfarm.envs.weight_edits.deadline import Deadline, GradeTimeout
+from evalfarm.envs.weight_edits.episodes import preload_games
+from evalfarm.envs.weight_edits.runner import compile_loop
+from evalfarm.sandbox import Limits, Status
 
 MAX_EPISODES = 10_000
 # A full W1 written out as literals is ~200 kB; five times that is still a reasonable answer.
@@ -102,10 +103,8 @@ class WeightEditsEnv(Env):
     """Grades weight-edit answers in MinAtar as seed 004's `grade_answer` does."""
 
     id: ClassVar[str] = "weight_edits"
-    fields: ClassVar[frozenset[str]] = frozenset(
-        {"game", "answer", "episodes", "source", "episode_range", "trajectory"}
-    )
-    version: ClassVar[str] = "1.0.0"
+    fields = ENVS[id].fields  # the catalog (envs/catalog.py) says what an env is
+    version = ENVS[id].version
     # 1000 freeway episodes (the slowest game, 2.5 M steps) take about a second on the compiled
     # path, whatever the answer's density; answers the bounds rarely certify (huge weights with tied
     # logits) fall back to the reference's computation on many steps and take longer.

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from envs.weight_edits import games
-from envs.weight_edits.deadline import Deadline
-from envs.weight_edits.policy import Policy
+from evalfarm.envs.weight_edits import games
+from evalfarm.envs.weight_edits.deadline import Deadline
+from evalfarm.envs.weight_edits.policy import Policy
 
 Episode = tuple[float, int]
 # Uniforms drawn per refill of the action stream (draws in bulk equal draws one by one); the

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.weight_edits import mt19937
-from envs.weight_edits.jit import jit
+from evalfarm.envs.weight_edits import mt19937
+from evalfarm.envs.weight_edits.jit import jit
 
 TERMINAL, ESCAPE, POS, MOVE_TIMER, TERMINATE_TIMER, CARS = range(6)
 _CAR_COUNT = 8

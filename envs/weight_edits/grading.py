@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from envs.weight_edits import reference
-from envs.weight_edits.deadline import Deadline
-from envs.weight_edits.edits import PARSE_ERRORS, Tensors, apply_edits, nonzero_weights
-from envs.weight_edits.episodes import Episode, FastRunner
-from envs.weight_edits.policy import Policy
-from envs.weight_edits.runner import GAME_IDS, run_episodes
+from evalfarm.envs.weight_edits import reference
+from evalfarm.envs.weight_edits.deadline import Deadline
+from evalfarm.envs.weight_edits.edits import PARSE_ERRORS, Tensors, apply_edits, nonzero_weights
+from evalfarm.envs.weight_edits.episodes import Episode, FastRunner
+from evalfarm.envs.weight_edits.policy import Policy
+from evalfarm.envs.weight_edits.runner import GAME_IDS, run_episodes
 
 # Errors the reference grader does not catch (it would crash); an answer is data, so they grade as
 # a failed parse with their message instead.

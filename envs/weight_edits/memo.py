@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.weight_edits import certified
-from envs.weight_edits.jit import jit_inline
+from evalfarm.envs.weight_edits import certified
+from evalfarm.envs.weight_edits.jit import jit_inline
 
 CAPACITY = 1 << 14
 KEY_LIMIT = 96

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.weight_edits.jit import jit, jit_inline
+from evalfarm.envs.weight_edits.jit import jit, jit_inline
 
 _N = 624
 _M = 397

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Iterable
 
 import numpy as np
 
-from envs.weight_edits.edits import Tensors
+from evalfarm.envs.weight_edits.edits import Tensors
 
 OBSERVATION_SIZE = 600
 # Entries kept before the cache is emptied: bounds memory (at most ~1.5 kB an entry, a set of a few

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from envs.weight_edits.jit import cycles, jit
+from evalfarm.envs.weight_edits.jit import cycles, jit
 
 # The compiled loop's counters: steps played, fallbacks to the reference's computation, episodes
 # replayed by MinAtar's objects, and (when profiling) the cycles spent reading observations and

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from envs.weight_edits import games
-from envs.weight_edits.deadline import Deadline
-from envs.weight_edits.edits import Tensors
-from envs.weight_edits.episodes import Episode
-from envs.weight_edits.policy import logits, probabilities
+from evalfarm.envs.weight_edits import games
+from evalfarm.envs.weight_edits.deadline import Deadline
+from evalfarm.envs.weight_edits.edits import Tensors
+from evalfarm.envs.weight_edits.episodes import Episode
+from evalfarm.envs.weight_edits.policy import logits, probabilities
 
 SYNTH_MODULE = "minatar_synth"
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.weight_edits import (
+from evalfarm.envs.weight_edits import (
     asterix,
     breakout,
     certified,
@@ -34,13 +34,13 @@ from envs.weight_edits import (
     seaquest,
     space_invaders,
 )
-from envs.weight_edits.certified import Network
-from envs.weight_edits.deadline import Deadline
-from envs.weight_edits.edits import TENSOR_SHAPES
-from envs.weight_edits.episodes import Episode, FastRunner
-from envs.weight_edits.jit import cycles, jit, jit_inline
-from envs.weight_edits.policy import OBSERVATION_SIZE, Policy
-from envs.weight_edits.profiling import ESCAPES, FALLBACKS, POLICY_CYCLES, STEPS, Profile
+from evalfarm.envs.weight_edits.certified import Network
+from evalfarm.envs.weight_edits.deadline import Deadline
+from evalfarm.envs.weight_edits.edits import TENSOR_SHAPES
+from evalfarm.envs.weight_edits.episodes import Episode, FastRunner
+from evalfarm.envs.weight_edits.jit import cycles, jit, jit_inline
+from evalfarm.envs.weight_edits.policy import OBSERVATION_SIZE, Policy
+from evalfarm.envs.weight_edits.profiling import ESCAPES, FALLBACKS, POLICY_CYCLES, STEPS, Profile
 
 GAME_IDS = {game: index for index, game in enumerate(games.GAMES)}
 _ASTERIX, _BREAKOUT, _FREEWAY, _SEAQUEST, _SPACE_INVADERS = (GAME_IDS[game] for game in games.GAMES)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.weight_edits import mt19937
-from envs.weight_edits.jit import jit
+from evalfarm.envs.weight_edits import mt19937
+from evalfarm.envs.weight_edits.jit import jit
 
 (TERMINAL, ESCAPE, OXYGEN, DIVER_COUNT, SUB_X, SUB_Y, SUB_RIGHT, ENEMY_TIMER, DIVER_TIMER, SHOT_TIMER,
  SURFACE) = range(11)  # fmt: skip

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.weight_edits.jit import jit
+from evalfarm.envs.weight_edits.jit import jit
 
 TERMINAL, ESCAPE, POS, ALIEN_DIR, ALIEN_MOVE_TIMER, ALIEN_SHOT_TIMER, SHOT_TIMER = range(7)
 ALIENS, FRIENDLY, ENEMY = 7, 17, 27  # ten row masks each

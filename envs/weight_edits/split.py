@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from envs.base import InvalidJob, make_result
-from envs.weight_edits import grading
-from envs.weight_edits.env import parse_job
-from sandbox import Status
-from sandbox.status import worst
+from evalfarm.envs.base import InvalidJob, make_result
+from evalfarm.envs.weight_edits import grading
+from evalfarm.envs.weight_edits.env import parse_job
+from evalfarm.sandbox import Status
+from evalfarm.sandbox.status import worst
 
 
 def split_job(job: Mapping[str, Any], parts: int) -> list[dict[str, Any]]:

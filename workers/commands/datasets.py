@@ -16,8 +16,8 @@ import os
 import sys
 from typing import Any
 
-from envs.codecontests.prepare import PrepareOptions, prepare_codecontests
-from envs.datasets import Caps, DatasetError, DatasetStore, install_dataset, resolve_datasets_dir
+from evalfarm.envs.codecontests.prepare import PrepareOptions, prepare_codecontests
+from evalfarm.envs.datasets import Caps, DatasetError, DatasetStore, install_dataset, resolve_datasets_dir
 
 
 def register(subparsers: Any) -> None:

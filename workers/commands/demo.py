@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -31,16 +32,21 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the batch, score it on an embedded farm, print the summary; 1 if the farm failed a job."""
-    from broker.client import Farm
-    from envs import env_ids
-    from workers.demo_jobs import demo_batch
-    from workers.embedded import EmbeddedFarm
+    from evalfarm.broker.client import Farm
+    from evalfarm.envs import env_ids
+    from evalfarm.workers.demo_jobs import demo_batch
+    from evalfarm.workers.embedded import EmbeddedFarm
 
     jobs = demo_batch(env_ids())
     print(f"evalfarm demo: {len(jobs)} jobs over envs {', '.join(sorted({j['env'] for j in jobs}))}")
+    compiling = _compile_weight_edit_kernels() if any(j["env"] == "weight_edits" for j in jobs) else None
     print("starting an embedded farm (Redis and a worker node on this machine)...", flush=True)
     with EmbeddedFarm(workers=args.workers) as embedded:
         processes = embedded.wait_ready(60)
+        if compiling is not None and compiling.poll() is None:
+            print("compiling the weight-edit grader's kernels (the first run only: they are cached on "
+                  "disk, ~40 s)...", flush=True)  # fmt: skip
+            compiling.wait()
         with Farm(embedded.broker_url, progress=not args.no_progress) as farm:
             started = time.perf_counter()
             results = farm.score(jobs)
@@ -49,6 +55,14 @@ def run(args: argparse.Namespace) -> int:
     print(highlights(results))
     print(summary(results, elapsed, processes, stats.messages))
     return 1 if any(result.is_infra for result in results) else 0
+
+
+def _compile_weight_edit_kernels() -> subprocess.Popen[bytes]:
+    """Compile (or load from numba's disk cache) the weight-edit grader's loop in a process of its
+    own while the farm starts: the workers then load it from the cache instead of each compiling it
+    while the batch waits (if this fails, they compile it themselves: slower, not wrong)."""
+    code = "from evalfarm.envs.weight_edits.runner import compile_loop; compile_loop()"
+    return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
 def highlights(results: Sequence[dict[str, Any]]) -> str:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from workers.options import settings_from
+from evalfarm.workers.options import settings_from
 
 
 def register(subparsers: Any) -> None:
@@ -26,8 +26,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; a configuration that cannot be served is a message and exit code 2."""
-    from broker.errors import ConfigError
-    from broker.gateway import serve
+    from evalfarm.broker.errors import ConfigError
+    from evalfarm.gateway import serve
 
     settings = settings_from(broker_url=args.broker)
     where = f"http://{args.host}:{args.port}"

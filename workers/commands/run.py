@@ -67,7 +67,7 @@ def read_text(path: Path, what: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the program and print the `program` result; exit 0 iff the status is ok."""
-    from envs import Context, score_job
+    from evalfarm.envs import Context, score_job
 
     job = {
         "id": args.program.name,

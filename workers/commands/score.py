@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", help="where to write the results (default: standard output)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--inline", action="store_true", help="no queue: a local pool of sandboxes")
-    from workers.farm_score import add_arguments
+    from evalfarm.workers.farm_score import add_arguments
 
     add_arguments(where)
     parser.add_argument("--workers", type=int, default=2, help="processes for --inline and --local")
@@ -56,7 +56,7 @@ def _progress_bar(total: int, shown: bool) -> Iterator[Callable[[], object]]:
 def score(args: argparse.Namespace) -> int:
     """Score the file where the flags say; exit 0 when every line produced a result, 2 when the
     file cannot be read."""
-    from workers.jobs_file import InputError, read_jobs_file
+    from evalfarm.workers.jobs_file import InputError, read_jobs_file
 
     try:
         lines = read_jobs_file(args.jobs)
@@ -78,15 +78,15 @@ def score(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _results(args: argparse.Namespace, lines: list[Any]) -> Iterator[Iterator[dict[str, Any]]]:
     if args.inline:
-        from workers.inline import InlinePool, chunksize_for, env_ids_of
-        from workers.jobs_file import in_place
+        from evalfarm.workers.inline import InlinePool, chunksize_for, env_ids_of
+        from evalfarm.workers.jobs_file import in_place
 
         cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
         texts = [line for line in lines if isinstance(line, str)]
         with InlinePool(args.workers, cpus, env_ids_of(texts)) as pool:
             yield in_place(lines, lambda good: pool.score_lines(good, chunksize_for(len(good), args.workers)))
         return
-    from workers.farm_score import farm_results
+    from evalfarm.workers.farm_score import farm_results
 
     with farm_results(args, lines) as results:
         yield results

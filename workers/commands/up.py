@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from workers.options import cpu_list
+from evalfarm.workers.options import cpu_list
 
 
 def register(subparsers: Any) -> None:
@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start the farm, print where it is, supervise it until told to stop."""
-    from workers.embedded import EmbeddedFarm
+    from evalfarm.workers.embedded import EmbeddedFarm
 
     extra = ["--cpus", ",".join(map(str, args.cpus))] if args.cpus else []
     farm = EmbeddedFarm(
@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         redis_port=args.port,
         http_port=args.http,
         flower_port=args.flower,
+        quiet=False,  # an operator's farm: the node says what it does
     )
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

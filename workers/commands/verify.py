@@ -21,7 +21,7 @@ CODE_ENVS = ("codecontests", "humaneval")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `verify` subcommand."""
-    from envs.verify import DEFAULT_REWARD, DEFAULT_TRAJECTORY
+    from evalfarm.envs.verify import DEFAULT_REWARD, DEFAULT_TRAJECTORY
 
     parser = subparsers.add_parser(
         "verify",
@@ -64,7 +64,7 @@ def verify(args: argparse.Namespace) -> int:
 
 
 def _fail(path: Path, payload: dict[str, Any], message: str, status: int = EXIT_BAD_INPUT) -> int:
-    from envs.verify import write_reward
+    from evalfarm.envs.verify import write_reward
 
     print(f"evalfarm verify: {message}", file=sys.stderr)
     write_reward(path, payload)
@@ -72,7 +72,7 @@ def _fail(path: Path, payload: dict[str, Any], message: str, status: int = EXIT_
 
 
 def _verify_weight_edits(args: argparse.Namespace) -> int:
-    from envs.verify import (
+    from evalfarm.envs.verify import (
         VerifyError,
         WeightEditsTask,
         answer_of,
@@ -106,9 +106,9 @@ def _verify_weight_edits(args: argparse.Namespace) -> int:
 
 def _weight_edits_on_farm(broker: str, task: Any, answer: str) -> dict[str, Any] | None:
     """The seed's payload graded by the farm, episodes split over its processes; None if it failed."""
-    from broker.client import Farm
-    from envs.verify import reward_payload
-    from envs.weight_edits import merge_results, split_job
+    from evalfarm.broker.client import Farm
+    from evalfarm.envs.verify import reward_payload
+    from evalfarm.envs.weight_edits import merge_results, split_job
 
     job = {"id": "verify", "env": "weight_edits", "game": task.game, "source": task.source}
     job.update({"answer": answer, "episodes": task.episodes})
@@ -134,7 +134,7 @@ def _code_job(args: argparse.Namespace, answer: str) -> dict[str, Any]:
 
 
 def _verify_code_env(args: argparse.Namespace) -> int:
-    from envs.verify import VerifyError, answer_of, read_trajectory, write_reward
+    from evalfarm.envs.verify import VerifyError, answer_of, read_trajectory, write_reward
 
     failure: dict[str, Any] = {"normalized_score": 0.0, "env": args.env}
     try:
@@ -157,11 +157,11 @@ def _verify_code_env(args: argparse.Namespace) -> int:
 
 def _score_code_job(job: dict[str, Any], broker: str | None) -> dict[str, Any]:
     if broker:
-        from broker.client import Farm
+        from evalfarm.broker.client import Farm
 
         with Farm(broker, progress=False) as farm:
             return dict(farm.score([job])[0])
-    from envs import Context, score_job
+    from evalfarm.envs import Context, score_job
 
     ctx = Context()
     try:

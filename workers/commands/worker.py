@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import Any
 
-from workers.options import cpu_list, settings_from
+from evalfarm.workers.options import cpu_list, settings_from
 
 
 def register(subparsers: Any) -> None:
@@ -24,16 +25,20 @@ def register(subparsers: Any) -> None:
         "--slot-base", type=int, metavar="N", help="first sandbox slot (nodes sharing a host)"
     )
     parser.add_argument("--name", metavar="NAME", help="node name (default evalfarm-PID@HOST)")
+    parser.add_argument("--quiet", action="store_true", help="no Celery banner, and log warnings only")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the node until a shutdown signal."""
-    from workers.node import plan_node, run_node
+    from evalfarm.workers.node import plan_node, run_node
 
     settings = settings_from(
         broker_url=args.broker, concurrency=args.concurrency, cpus=args.cpus, slot_base=args.slot_base
     )
     queues = args.queues.split(",") if args.queues else None
     plan = plan_node(settings, queues, args.name)
+    if args.quiet and not args.verbose:
+        logging.getLogger().setLevel(logging.WARNING)
+        return run_node(settings, plan, "WARNING", quiet=True)
     return run_node(settings, plan, "DEBUG" if args.verbose else "INFO")

@@ -1,6 +1,6 @@
 """Prometheus metrics of a worker node: recorded in every pool process, served by the node.
 
-`serve(settings)` is the node's one entry point (`workers.node.start_metrics` calls it in the main
+`serve(process)` is the node's one entry point (`workers.node.run_node` calls it in the main
 process, before the pool forks): it empties the multiprocess directory, points prometheus-client at it
 (`PROMETHEUS_MULTIPROC_DIR`, which must be set before prometheus-client is first imported in the
 process), connects the recorders to Celery's signals and starts the /metrics server. Nothing is
@@ -14,7 +14,8 @@ import os
 import sys
 from typing import Any
 
-from broker.settings import Settings
+from evalfarm.broker.settings import WorkerSettings
+from evalfarm.tasks.process import WorkerProcess
 
 __all__ = ["MULTIPROC_ENV", "serve"]
 
@@ -24,12 +25,13 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 _served: dict[str, Any] = {}
 
 
-def serve(settings: Settings) -> str | None:
+def serve(process: WorkerProcess) -> str | None:
     """Start recording and serving this node's metrics; the /metrics URL, or None when not served.
 
     `metrics_port` 0 turns metrics off. A port already taken is logged, not fatal: a node that
     scores without metrics is better than no node.
     """
+    settings = process.settings
     if settings.metrics_port == 0:
         log.info("metrics off (metrics_port 0)")
         return None
@@ -37,10 +39,10 @@ def serve(settings: Settings) -> str | None:
         return str(_served["url"])
     if not _use_multiprocess_dir(settings.metrics_dir):
         return None
-    from workers.metrics import server
-    from workers.metrics.hooks import Recorder
+    from evalfarm.workers.metrics import server
+    from evalfarm.workers.metrics.hooks import Recorder
 
-    Recorder(_labels(settings)).connect()
+    Recorder(_labels(settings), process).connect()
     try:
         _served["server"], _served["url"] = server.start(settings, _served["dir"])
     except OSError as error:
@@ -56,16 +58,16 @@ def _use_multiprocess_dir(configured: str | None) -> bool:
         # Metrics made now would live in each process's memory, unseen by the server: serve none.
         log.error("metrics not served: prometheus_client was imported before the node set its directory")
         return False
-    from workers.metrics.multiproc import prepare_dir
+    from evalfarm.workers.metrics.multiproc import prepare_dir
 
     _served["dir"] = prepare_dir(configured)
     os.environ[MULTIPROC_ENV] = str(_served["dir"])
     return True
 
 
-def _labels(settings: Settings) -> Any:
+def _labels(settings: WorkerSettings) -> Any:
     """The node's bounded label sets: registered envs (extras included) and its queues."""
-    from envs import env_ids
-    from workers.metrics.hooks import Labels
+    from evalfarm.envs import env_ids
+    from evalfarm.workers.metrics.hooks import Labels
 
     return Labels(envs=frozenset(env_ids()), queues=frozenset(settings.queues))

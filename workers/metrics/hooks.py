@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox import Status
-from sandbox.client import RESTART_REASONS
-from tasks.process import process_context
-from workers.metrics import instruments as m
+from evalfarm.sandbox import Status
+from evalfarm.sandbox.client import RESTART_REASONS
+from evalfarm.tasks.process import WorkerProcess
+from evalfarm.workers.metrics import instruments as m
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +94,9 @@ def sandbox_runs(result: dict[str, Any]) -> list[Any]:
 class Recorder:
     """The node's signal receivers; `connect` them in the main process before the pool forks."""
 
-    def __init__(self, labels: Labels) -> None:
+    def __init__(self, labels: Labels, process: WorkerProcess) -> None:
         self.labels = labels
+        self.process = process
         self._started: float | None = None
 
     def connect(self) -> None:
@@ -132,7 +133,7 @@ class Recorder:
                 record_chunk(self.labels, args[0] if args else None, retval)
             elif isinstance(retval, dict):  # a merge task's answer: the whole job of a split one
                 record_result(self.labels, retval)
-            record_sandbox_restarts(process_context().take_sandbox_restarts())
+            record_sandbox_restarts(self.process.context().take_sandbox_restarts())
         except Exception:  # metrics must never cost a result
             log.exception("could not record a task's metrics")
         finally:

@@ -14,10 +14,10 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from broker.keys import UNACKED_KEY, queue_keys
-from broker.settings import Settings
-from workers.metrics import instruments as m
-from workers.metrics.multiproc import fold_dead
+from evalfarm.broker.keys import UNACKED_KEY, queue_keys
+from evalfarm.broker.settings import WorkerSettings
+from evalfarm.workers.metrics import instruments as m
+from evalfarm.workers.metrics.multiproc import fold_dead
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class ProcessFilesCollector:
 class BrokerCollector:
     """Queue depths and unacknowledged messages, read from Redis at each scrape (never cached)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: WorkerSettings) -> None:
         import redis
 
         self._queues = settings.queues
@@ -89,7 +89,7 @@ class BrokerCollector:
         return depths, int(replies[-1])
 
 
-def build_registry(settings: Settings, directory: Path) -> CollectorRegistry:
+def build_registry(settings: WorkerSettings, directory: Path) -> CollectorRegistry:
     """A registry of the node's process files and, when a broker is configured, its queues."""
     registry = CollectorRegistry()
     registry.register(ProcessFilesCollector(directory, os.getpid()))
@@ -98,7 +98,7 @@ def build_registry(settings: Settings, directory: Path) -> CollectorRegistry:
     return registry
 
 
-def start(settings: Settings, directory: Path) -> tuple[Any, str]:
+def start(settings: WorkerSettings, directory: Path) -> tuple[Any, str]:
     """Serve /metrics on `metrics_host:metrics_port` from a daemon thread; the server and its URL."""
     server, _ = start_http_server(
         settings.metrics_port, addr=settings.metrics_host, registry=build_registry(settings, directory)

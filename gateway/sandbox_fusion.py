@@ -29,9 +29,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from broker.gateway.app import Gateway, RequestError, read_json, route
-from broker.gateway.responses import JSONResponse
-from broker.result import Result
+from evalfarm.broker.result import Result
+from evalfarm.gateway.app import Gateway, RequestError, read_json, route
+from evalfarm.gateway.responses import JSONResponse
+from evalfarm.sandbox.limits import MAX_LIMITS
 
 # SandboxFusion's `Language` (sandbox/runners/types.py).
 Language = Literal[
@@ -40,8 +41,6 @@ Language = Literal[
     "verilog", "python_gpu", "lean", "swift", "racket",
 ]  # fmt: skip
 RUNS = {"python", "cpp"}  # the languages the farm runs
-# The farm's caps (sandbox.MAX_LIMITS), without importing it.
-_LIMITS = {"wall_s": 600.0, "memory_mb": 8192, "compile_wall_s": 300.0}
 _CLIENT_MARGIN_S = 8.0  # under the 10 s verl's client adds to a request's compile and run timeouts
 
 
@@ -121,12 +120,12 @@ def _return_code(result: Result) -> int:
 
 def job_of(parsed: RunCodeRequest) -> dict[str, Any]:
     """The `program` job of a request."""
-    seconds = min(max(float(parsed.run_timeout), 0.001), _LIMITS["wall_s"])
+    seconds = min(max(float(parsed.run_timeout), 0.001), MAX_LIMITS.wall_s)
     limits: dict[str, Any] = {"wall_s": seconds, "cpu_s": seconds}
     if parsed.language != "python":
-        limits["compile_wall_s"] = min(max(float(parsed.compile_timeout), 0.001), _LIMITS["compile_wall_s"])
+        limits["compile_wall_s"] = min(max(float(parsed.compile_timeout), 0.001), MAX_LIMITS.compile_wall_s)
     if parsed.memory_limit_MB > 0:
-        limits["memory_mb"] = min(parsed.memory_limit_MB, _LIMITS["memory_mb"])
+        limits["memory_mb"] = min(parsed.memory_limit_MB, MAX_LIMITS.memory_mb)
     return {
         "id": "run_code",
         "env": "program",

@@ -24,10 +24,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from broker.completions import TemplateError, completion_of, job_from_template
-from broker.gateway.app import Gateway, RequestError, json_error, read_body, route
-from broker.gateway.responses import JSONResponse
-from broker.result import Result
+from evalfarm.broker.completions import TemplateError, completion_of, job_from_template
+from evalfarm.broker.result import Result
+from evalfarm.gateway.app import Gateway, RequestError, json_error, read_body, route
+from evalfarm.gateway.responses import JSONResponse
 
 
 class RewardRequest(BaseModel):

@@ -1,7 +1,7 @@
 """The gateway's application: one `AsyncFarm`, the micro-batcher, the route families, the guards.
 
 `create_app(settings)` builds the ASGI app (Starlette): the native routes, ELM's, SandboxFusion's
-and OpenRLHF's (one module each, `broker/gateway/*.py`), GET /metrics, and around them: a bearer
+and OpenRLHF's (one module each, `gateway/*.py`), GET /metrics, and around them: a bearer
 token when one is set (also accepted as `?token=` or a `/t/<token>/` path prefix, for clients that
 cannot send headers), a body-size cap, a deadline on every request, and no traceback ever sent.
 """
@@ -24,12 +24,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from broker.aio import AsyncFarm
-from broker.gateway.batcher import Batcher, results_in_order
-from broker.gateway.metrics import GatewayMetrics
-from broker.gateway.responses import JSONResponse
-from broker.result import Result
-from broker.settings import Settings
+from evalfarm.broker.aio import AsyncFarm
+from evalfarm.broker.result import Result
+from evalfarm.broker.settings import GatewaySettings
+from evalfarm.gateway.batcher import Batcher, results_in_order
+from evalfarm.gateway.metrics import GatewayMetrics
+from evalfarm.gateway.responses import JSONResponse
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class RequestError(Exception):
 class Gateway:
     """What the routes share: settings, the farm, the batcher, the metrics."""
 
-    def __init__(self, settings: Settings, farm: AsyncFarm | None = None) -> None:
+    def __init__(self, settings: GatewaySettings, farm: AsyncFarm | None = None) -> None:
         self.settings = settings
         self.metrics = GatewayMetrics()
         self.farm = farm or AsyncFarm(settings=settings)
@@ -199,9 +199,9 @@ def _strip_token_prefix(path: str) -> tuple[str, str | None]:
     return path, None
 
 
-def create_app(settings: Settings, farm: AsyncFarm | None = None) -> Starlette:
+def create_app(settings: GatewaySettings, farm: AsyncFarm | None = None) -> Starlette:
     """The gateway's ASGI application (the farm client is made when the app starts)."""
-    from broker.gateway import elm, native, openrlhf, sandbox_fusion
+    from evalfarm.gateway import elm, native, openrlhf, sandbox_fusion
 
     gateway = Gateway(settings, farm)
 

@@ -1,8 +1,8 @@
 """Reward functions for the trainers people use, over the farm: TRL's `GRPOTrainer`, verl's managers.
 
 Thin adapters: they import nothing of the trainers, turn each completion and its dataset row into a
-job (`broker.completions` knows where an answer goes), score the whole step as one batch (identical
-completions of a group are scored once), and hand back what the trainer expects.
+job (the env catalog, `envs/catalog.py`, says where an answer goes), score the whole step as one
+batch (identical completions of a group are scored once), and hand back what the trainer expects.
 
 No reward is made of a mistake. A sample whose result has no reward (`infra_error`: the farm failed
 after its retries; `judge_error`: the problem's judge failed; `invalid_job`: the row is malformed) is
@@ -27,10 +27,11 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from broker.completions import ANSWER_FIELDS, JOB_FIELDS, TemplateError, job_from_template, parse_template
-from broker.errors import ConfigError
-from broker.result import Result
-from broker.settings import Settings
+from evalfarm.broker.completions import TemplateError, job_from_template, parse_template
+from evalfarm.broker.errors import ConfigError
+from evalfarm.broker.result import Result
+from evalfarm.broker.settings import ClientSettings
+from evalfarm.envs.catalog import ENVS, answer_field, answering_envs
 
 __all__ = [
     "DEFAULT_DEADLINE_S",
@@ -46,15 +47,6 @@ log = logging.getLogger("evalfarm.rewards")
 # back masked (infra_error), and the step goes on.
 DEFAULT_DEADLINE_S = 300.0
 
-# Dataset columns that become job fields, per env (others are left to `job_defaults`).
-COLUMNS = {
-    "humaneval": ("prompt", "test", "entry_point"),
-    "codecontests": ("problem", "problem_id", "dataset", "reward_shape", "language"),
-    "weight_edits": ("game", "episodes", "source"),
-    "program": ("stdin", "limits", "language"),
-    "call": ("func_name", "args", "kwargs"),
-    "elm": ("kind", "func_name"),
-}
 # A HumanEval row's function header, when the model's prompt is a conversation rather than that header.
 HUMANEVAL_PROMPT_COLUMN = "humaneval_prompt"
 
@@ -80,8 +72,9 @@ def trl_jobs(env: str, prompts: Sequence[Any], completions: Sequence[Any], colum
              job_defaults: Mapping[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
     """One job per completion: the env's answer field from the completion, its fields from the row
     (an empty dict for a row whose `env` column names another env)."""
-    if env not in ANSWER_FIELDS:
-        raise ConfigError(f"env {env!r} takes no completion (one of {', '.join(sorted(ANSWER_FIELDS))})")
+    field = answer_field(env)
+    if field is None:
+        raise ConfigError(f"env {env!r} takes no completion (one of {', '.join(answering_envs())})")
     rows = len(completions)
     jobs: list[dict[str, Any]] = []
     for i, completion in enumerate(completions):
@@ -89,7 +82,7 @@ def trl_jobs(env: str, prompts: Sequence[Any], completions: Sequence[Any], colum
             jobs.append({})  # another env's row (multi-task data): no job, and no reward (None)
             continue
         job: dict[str, Any] = {"env": env, **job_defaults}
-        for name in COLUMNS.get(env, ()):
+        for name in ENVS[env].columns:  # the dataset columns that become job fields
             values = columns.get(name)
             if not isinstance(values, Sequence) or isinstance(values, str) or len(values) != rows:
                 continue
@@ -99,7 +92,7 @@ def trl_jobs(env: str, prompts: Sequence[Any], completions: Sequence[Any], colum
             header = columns.get(HUMANEVAL_PROMPT_COLUMN)
             prompt = prompts[i] if i < len(prompts) else ""
             job["prompt"] = header[i] if header is not None else (prompt if isinstance(prompt, str) else "")
-        job[ANSWER_FIELDS[env]] = answer_text(completion)
+        job[field] = answer_text(completion)
         job["id"] = f"trl-{i}"
         jobs.append(job)
     return jobs
@@ -124,10 +117,8 @@ class _Farms:
         self._async: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def _settings(self) -> Settings:
-        settings = Settings()
-        if self.broker_url:
-            settings = settings.model_copy(update={"broker_url": self.broker_url})
+    def _settings(self) -> ClientSettings:
+        settings = ClientSettings.from_env().with_broker(self.broker_url)
         if not settings.broker_url:
             raise ConfigError("no farm: pass broker_url or farm, or set EVALFARM_BROKER_URL")
         return settings
@@ -138,7 +129,7 @@ class _Farms:
         settings = self._settings()
         with self._lock:
             if settings.broker_url not in self._sync:
-                from broker.client import Farm
+                from evalfarm.broker.client import Farm
 
                 self._sync[str(settings.broker_url)] = Farm(settings=settings, progress=False)
             return self._sync[str(settings.broker_url)]
@@ -151,7 +142,7 @@ class _Farms:
         with self._lock:
             farms = self._async.setdefault(loop, {})
             if settings.broker_url not in farms:
-                from broker.aio import AsyncFarm
+                from evalfarm.broker.aio import AsyncFarm
 
                 farms[str(settings.broker_url)] = AsyncFarm(settings=settings)
             return farms[str(settings.broker_url)]
@@ -245,13 +236,13 @@ def make_trl_reward(
 
 
 def _check_env(env: str) -> None:
-    if env not in ANSWER_FIELDS:
-        raise ConfigError(f"env {env!r} takes no completion (one of {', '.join(sorted(ANSWER_FIELDS))})")
+    if answer_field(env) is None:
+        raise ConfigError(f"env {env!r} takes no completion (one of {', '.join(answering_envs())})")
 
 
 def _job_defaults(env: str, job_defaults: Mapping[str, Any]) -> dict[str, Any]:
     """The fields added to every job, each one a field of `env`'s jobs; ConfigError otherwise."""
-    allowed = (set(JOB_FIELDS[env]) | {"limits"}) - {ANSWER_FIELDS[env], "trajectory"}
+    allowed = (set(ENVS[env].fields) | {"limits"}) - {ENVS[env].answer, "trajectory"}
     unknown = sorted(set(job_defaults) - allowed)
     if unknown:
         raise ConfigError(
@@ -309,7 +300,7 @@ def _verl_job(data_source: Any, solution: Any, ground_truth: Any, index: int) ->
     """The job of one verl sample, or the reason there is none."""
     try:
         template = parse_template(ground_truth)
-        default_env = data_source if isinstance(data_source, str) and data_source in ANSWER_FIELDS else None
+        default_env = data_source if answer_field(data_source) else None
         return job_from_template(template, answer_text(solution), f"verl-{index}", default_env)
     except TemplateError as error:
         return f"ground truth: {error}"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from broker.errors import ConfigError
-from broker.settings import Settings
+from evalfarm.broker.errors import ConfigError
+from evalfarm.broker.settings import GatewaySettings
 
 __all__ = ["create_app", "serve"]
 
@@ -27,14 +27,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def create_app(settings: Settings, farm: Any = None) -> Any:
+def create_app(settings: GatewaySettings, farm: Any = None) -> Any:
     """The gateway's ASGI application."""
-    from broker.gateway.app import create_app as build
+    from evalfarm.gateway.app import create_app as build
 
     return build(settings, farm)
 
 
-def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
+def serve(settings: GatewaySettings, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Run the gateway in the foreground until interrupted.
 
     Binding anything but loopback needs `EVALFARM_GATEWAY_TOKEN` (clients then send it as a bearer

@@ -24,8 +24,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from broker.aio import AsyncFarm
-from broker.result import Result, infra_result
+from evalfarm.broker.aio import AsyncFarm
+from evalfarm.broker.result import Result, infra_result
 
 log = logging.getLogger(__name__)
 

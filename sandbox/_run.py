@@ -1,0 +1,277 @@
+"""One run of a sandbox slot: its descriptors, its processes and their supervision, and the
+slot's judge host.
+
+The fork server (`sandbox._server`) sets the slot up once and hands each request to a `Run`, which
+opens the run's descriptors (the job's memfds in, captured output out), starts its processes through
+the server (`Server.fork`, `Server.spawn_native`: one start path, a new PID namespace each), has
+`sandbox._supervise` watch them to their end, and answers with what was observed. Nothing here
+judges: the verdict is the client's (`sandbox.verdict`).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from evalfarm.sandbox import _binaries, _payload, _protocol, _runner
+from evalfarm.sandbox._supervise import Capture, Host, Member, supervise
+from evalfarm.sandbox.limits import Limits
+
+if TYPE_CHECKING:
+    from evalfarm.sandbox._server import Server
+
+MAX_BINARY_BYTES = 64 << 20  # a compiled program larger than this is not kept
+JUDGE_OUTPUT_BYTES = 64 << 10  # what a judge prints is kept up to this, then dropped
+
+
+class JudgeHost:
+    """The slot's judge host (`sandbox._judge_host`): started for the first judged run, and again
+    whenever it died or was killed for a run's limit."""
+
+    # Its own walls, as any run's; no CPU rlimit (it lives for many jobs: each job's CPU time is
+    # reported and judged against that job's limit) and an address space it sets per job below.
+    LIMITS = Limits(memory_mb=8192, workdir_mb=8, file_size_mb=8, open_files=256, processes=8).to_dict()
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.pid: int | None = None
+        self.pidfd = -1
+        self.channel: socket.socket | None = None
+
+    def ready(self) -> None:
+        """Make sure a host is running and waiting for a job; start one if not."""
+        if self.pid is not None and not self._gone():
+            return
+        self._forget()
+        ours, theirs = _protocol.channel_pair()
+        quiet = _payload.memfd(b"", "evalfarm-quiet")  # its own output outside a job: nowhere
+        plan = self.server.plan(dict(self.LIMITS, cpu_s=None), "judge_host", cgroup=False)
+        try:
+            member = self.server.fork("judge", plan, {0: quiet, 1: quiet, 2: quiet, 3: theirs.fileno()})
+        finally:
+            theirs.close()
+            os.close(quiet)
+        self.pid, self.channel = member.pid, ours
+        self.pidfd = os.pidfd_open(member.pid)
+        ours.settimeout(30)
+        hello, _ = _protocol.recv(ours)  # walls up, or why not
+        ours.settimeout(None)
+        if not hello.get("ready"):
+            self._forget()
+            raise RuntimeError(f"the judge host did not start: {hello.get('setup_error', hello)}")
+
+    def submit(self, job: dict[str, int], memory_mb: int, key: str) -> Host:
+        """Hand the host one job's descriptors (`key`: its problem's, which picks its judge); the Host
+        the run's supervision watches."""
+        assert self.channel is not None and self.pid is not None
+        names = list(job)
+        request = {"fds": names, "memory_mb": memory_mb, "key": key}
+        _protocol.send(self.channel, request, [job[n] for n in names])
+        return Host("judge", self.pid, self.pidfd, self.channel, time.monotonic())
+
+    def after(self, host: Host) -> None:
+        """Once a job is over: let the host go when it died or was killed for the run's limits."""
+        if host.wait_status is not None:
+            self.pid = None  # reaped by the supervision
+        if host.reply is None:
+            self._forget()
+
+    def _gone(self) -> bool:
+        assert self.pid is not None
+        readable, _, _ = select.select([self.pidfd], [], [], 0)
+        return bool(readable)
+
+    def _forget(self) -> None:
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.pid = None
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+
+
+class Run:
+    """One run's descriptors, processes and supervision; what it observed, as a reply."""
+
+    def __init__(self, server: Server, limits: dict[str, Any]) -> None:
+        self.server = server
+        self.limits = limits
+        self.owned: list[int] = []  # descriptors to close once the run is over
+        self.captures: list[Capture] = []
+        self.outputs: dict[str, int] = {}  # name -> memfd handed to the client
+
+    # -- kinds of run -----------------------------------------------------------------------
+
+    def program(
+        self, mode: str, fds: dict[str, int], reply_bytes: int, fetch: bool
+    ) -> tuple[dict[str, Any], list[int]]:
+        """A Python program (`mode`: program, or call with its value on REPLIES_FD)."""
+        child = self._standard_fds(fds)
+        if mode == "call":
+            child[_runner.REPLIES_FD] = self._capture("reply", reply_bytes, reason="reply")
+        if fetch:
+            child[_runner.FILES_FD] = self._output_memfd("files")
+        member = self._start(
+            lambda: self.server.fork("candidate", self.server.plan(self.limits, mode), child)
+        )
+        return self._finish([member], "candidate")
+
+    def native(
+        self, binary_fd: int, argv: list[str], fds: dict[str, int]
+    ) -> tuple[dict[str, Any], list[int]]:
+        """A compiled program's binary, on the job's stdin."""
+        child = self._standard_fds(fds)
+        order = (child[0], child[1], child[2], child[_runner.RESULT_FD])
+        member = self._start(lambda: self.server.spawn_native(self.limits, binary_fd, argv, order))
+        return self._finish([member], "candidate")
+
+    def compile(
+        self, fds: dict[str, int]
+    ) -> tuple[tuple[dict[str, Any], list[int]] | None, int, dict[str, Any]]:
+        """The compiler on the payload's source: (the failure's reply, or None), the binary's sealed
+        memfd and the compile's facts."""
+        child = self._standard_fds(fds)
+        binary = _binaries.new_memfd()
+        child[_runner.FILES_FD] = binary
+        member = self._start(
+            lambda: self.server.fork("compile", self.server.plan(self.limits, "compile"), child)
+        )
+        header, outputs = self._finish([member], "compile")
+        facts = header["members"]["compile"]
+        size = os.fstat(binary).st_size
+        facts["binary_bytes"] = size
+        if facts["exit_code"] == 0 and facts["ended_by"] is None and 0 < size <= MAX_BINARY_BYTES:
+            for fd in outputs:
+                os.close(fd)
+            try:
+                return None, _binaries.keep(binary, size), facts
+            finally:
+                os.close(binary)
+        os.close(binary)
+        header["compile_failed"] = True
+        return (header, outputs), -1, facts
+
+    def judged(self, fds: dict[str, int], judge: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+        """A candidate serving calls, and the slot's judge host calling it over two pipes for this
+        job; the judge's end of the job is the run's."""
+        requests_r, requests_w = self._pipe()
+        replies_r, replies_w = self._pipe()
+        candidate_fds = self._standard_fds(fds)
+        candidate_fds.update({_runner.REQUESTS_FD: requests_r, _runner.REPLIES_FD: replies_w})
+        job = {
+            "payload": fds["judge_payload"],
+            "requests": requests_w,
+            "replies": replies_r,
+            "report": self._output_memfd("judge_report"),
+            "output": self._capture("judge_output", JUDGE_OUTPUT_BYTES, drop=True),
+        }
+        hosts = self.server.judge_host
+        hosts.ready()
+        plan = self.server.plan(self.limits, "serve")
+        candidate = self._start(lambda: self.server.fork("candidate", plan, candidate_fds), keep_open=True)
+        try:
+            host = hosts.submit(job, self.limits["memory_mb"], str(judge["key"]))
+        finally:
+            self._close_owned()
+        try:
+            return self._finish([candidate], "judge", host)
+        finally:
+            hosts.after(host)
+
+    # -- descriptors ------------------------------------------------------------------------
+
+    def _standard_fds(self, fds: dict[str, int]) -> dict[int, int]:
+        """stdin (the job's memfd, or an empty one), stdout and stderr captured, the report and
+        the payload."""
+        child = {
+            0: fds["stdin"] if "stdin" in fds else self._empty_stdin(),
+            1: self._capture("stdout", self.limits["output_bytes"]),
+            2: self._capture("stderr", self.limits["output_bytes"]),
+            _runner.RESULT_FD: self._output_memfd("report"),
+        }
+        if "payload" in fds:
+            child[_runner.PAYLOAD_FD] = fds["payload"]
+        return child
+
+    def _empty_stdin(self) -> int:
+        fd = _payload.empty_memfd("evalfarm-stdin")
+        self.owned.append(fd)
+        return fd
+
+    def _pipe(self) -> tuple[int, int]:
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        self.owned += [read_end, write_end]
+        return read_end, write_end
+
+    def _output_memfd(self, name: str) -> int:
+        fd = _payload.empty_memfd(f"evalfarm-{name}")
+        self.outputs[name] = fd
+        return fd
+
+    def _capture(self, name: str, cap: int, reason: str = "output", drop: bool = False) -> int:
+        """A pipe whose read end this server drains into a memfd; the write end, for the child."""
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        self.owned.append(write_end)
+        memfd = self._output_memfd(name) if not drop else _payload.empty_memfd(f"evalfarm-{name}")
+        self.captures.append(Capture(name, read_end, memfd, cap, reason=reason, drop=drop))
+        return write_end
+
+    # -- processes --------------------------------------------------------------------------
+
+    def _start(self, start: Any, keep_open: bool = False) -> Member:
+        """Start the run's member, then close this server's copies of the ends that are its (so a
+        capture sees end-of-file when it is gone), unless others still need them."""
+        cgroups = self.server.cgroups
+        if cgroups:
+            cgroups.prepare(self.limits["memory_mb"], self.limits["workdir_mb"], self.limits["processes"])
+        try:
+            return start()
+        finally:
+            if not keep_open:
+                self._close_owned()
+
+    def _close_owned(self) -> None:
+        for fd in self.owned:
+            os.close(fd)
+        self.owned = []
+
+    def _finish(
+        self, members: list[Member], main: str, host: Host | None = None
+    ) -> tuple[dict[str, Any], list[int]]:
+        """Supervise the members to their end; the reply's header and the output memfds."""
+        started = min(member.started for member in members)
+        deadline = started + self.limits["wall_s"]
+        try:
+            stopped_for = supervise(members, self.captures, deadline, main, self.server.sink, host)
+        finally:
+            for capture in self.captures:
+                os.close(capture.read_fd)
+                if capture.drop:
+                    os.close(capture.memfd)
+        cgroups = self.server.cgroups
+        oom_killed = bool(cgroups and cgroups.oom_killed())
+        cgroup_cpu_s = cgroups.cpu_s() if cgroups else None
+        facts = {}
+        for member in members:
+            observed = member.facts()
+            facts[member.role] = dict(observed, ended_by=stopped_for or observed["ended_by"])
+            if member.role != "judge":  # the one process of the run in the slot's cgroups
+                facts[member.role]["oom_killed"] = oom_killed
+                if cgroup_cpu_s is not None:  # its children's CPU too, reaped or not
+                    facts[member.role]["cpu_s"] = max(facts[member.role]["cpu_s"], cgroup_cpu_s)
+        if host is not None:
+            facts[host.role] = dict(host.facts(), ended_by=stopped_for or host.ended_by)
+        truncated = {capture.name: capture.truncated for capture in self.captures}
+        names = list(self.outputs)
+        return {"members": facts, "truncated": truncated, "fds": names}, [self.outputs[n] for n in names]
