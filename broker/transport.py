@@ -54,6 +54,25 @@ class QoS(redis.QoS):
             pipe.execute()
         virtual.QoS.append(self, message, delivery_tag)
 
+    def restore_unacked(self, client: Any = None) -> Any:
+        """Put this channel's unacked messages back on their queues (kombu does it as a channel
+        closes), unless the channel's connection is already gone.
+
+        After a lost connection, the worker's consumer collects the connection (closing its transport)
+        and then closes it: kombu closes the default channel a second time, with no connection to
+        build a Redis client from, and the AttributeError that follows is not a connection error,
+        so Celery stopped the whole node ("Unrecoverable error"). Such a channel cannot reach Redis
+        anyway; its messages stay in the unacked hash and in the node's held set, and the node's
+        liveness gives back the ones it no longer works on (`workers.liveness`).
+        """
+        if client is None and getattr(self.channel.connection, "client", None) is None:
+            if self._delivered:
+                log.warning("%d unacked messages left for the node's liveness to give back: the channel's "
+                            "connection is gone", len(self._delivered))  # fmt: skip
+            self._delivered.clear()
+            return []
+        return super().restore_unacked(client)
+
     def _remove_from_indices(self, delivery_tag: str, pipe: Any = None) -> Any:
         pipe = super()._remove_from_indices(delivery_tag, pipe)
         holder = self.channel.evalfarm_holder

@@ -103,6 +103,27 @@ def test_job_that_always_kills_its_worker_ends_as_infra_error(workers, farm) -> 
     assert node.alive
 
 
+def test_a_channel_closed_after_its_connection_leaves_its_messages_to_liveness(redis_server) -> None:
+    """What a node's consumer does after a lost connection: collect the connection, then close it,
+    which closes its default channel again with no connection behind it. That must not raise out of
+    the event loop (it stopped the node), and the unacked message must stay restorable."""
+    from kombu import Connection, Exchange, Queue
+
+    connection = Connection(redis_server.url, transport="evalfarm.broker.transport:Transport",
+                            transport_options={"evalfarm_holder": "node-a"})  # fmt: skip
+    channel = connection.default_channel
+    queue = Queue("code", Exchange("code", type="direct"), routing_key="code")
+    connection.Producer(channel).publish(
+        {"jobs": []}, exchange=queue.exchange, routing_key="code", declare=[queue]
+    )
+    assert channel.basic_get("code", no_ack=False) is not None  # delivered, unacked, held by node-a
+    connection.transport.client = None  # what collect() leaves behind: the transport's client gone
+    channel.close()  # kombu's second close of the default channel: no AttributeError
+    client = redis.Redis.from_url(redis_server.url)
+    [tag] = client.smembers("evalfarm:held:node-a")
+    assert client.hexists("unacked", tag)  # still restorable, by the node's liveness
+
+
 def test_malformed_messages_are_answered_or_logged_and_the_worker_keeps_consuming(
     redis_server, workers, farm
 ) -> None:
