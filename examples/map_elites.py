@@ -29,7 +29,7 @@ from ribs.archives import GridArchive
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalfarm.broker.client import Farm
+from evalfarm import Farm
 from evalfarm.workers.embedded import broker_or_embedded
 
 # genome: legs, brace, body width, body height, leg length, leg spread, amplitude, phase step

@@ -78,6 +78,7 @@ def test_the_producer_blocks_on_its_reply_list_and_wakes_on_the_push(redis_serve
     client.close()
 
 
+@pytest.mark.check  # the quick tier's farm round trip: Redis, a worker node, the client
 def test_one_job_round_trip_through_real_workers(workers, farm) -> None:
     workers.start()
     results = [farm.score([{"id": f"p{i}", "env": "program", "code": f"print({i})"}])[0] for i in range(20)]

@@ -71,8 +71,12 @@ def test_sandbox_runs_are_read_from_the_result() -> None:
 
 
 def test_receivers_track_busy_and_idle_and_never_raise_on_odd_messages() -> None:
+    from evalfarm.broker.settings import WorkerSettings
+    from evalfarm.tasks import WorkerProcess
+
     reg = registry()
-    recorder = Recorder(LABELS)
+    process = WorkerProcess(WorkerSettings(warm_sandbox=False))
+    recorder = Recorder(LABELS, process)
     recorder.process_started()
     assert value(reg, "evalfarm_worker_processes", state="idle") == 1
     recorder.task_started(task=None, kwargs={"sent_at": "yesterday"})
@@ -81,6 +85,7 @@ def test_receivers_track_busy_and_idle_and_never_raise_on_odd_messages() -> None
     assert value(reg, "evalfarm_worker_processes", state="busy") == 0
     assert value(reg, "evalfarm_worker_processes", state="idle") == 1
     assert value(reg, "evalfarm_jobs_total", env="unknown", status="unknown") >= 1
+    process.close()
 
 
 def test_prepare_dir_empties_a_configured_directory_of_metrics_files_only(tmp_path: Path) -> None:
@@ -169,17 +174,19 @@ def test_dead_processes_files_fold_into_totals_and_live_ones_stay(tmp_path: Path
 
 
 def test_serve_is_off_at_port_zero() -> None:
-    from evalfarm.broker.settings import Settings
+    from evalfarm.broker.settings import WorkerSettings
+    from evalfarm.tasks import WorkerProcess
     from evalfarm.workers.metrics import serve
 
-    assert serve(Settings(metrics_port=0)) is None  # type: ignore[call-arg]
+    assert serve(WorkerProcess(WorkerSettings(metrics_port=0))) is None
 
 
 def test_serve_refuses_when_prometheus_client_came_first_instead_of_serving_nothing_useful() -> None:
     probe = (
-        "import os, prometheus_client; os.environ.pop('PROMETHEUS_MULTIPROC_DIR', None); "
-        "from evalfarm.broker.settings import Settings; from evalfarm.workers.metrics import serve; "
-        "print(serve(Settings(metrics_port=1)))"
+        "import os, prometheus_client; os.environ.pop('PROMETHEUS_MULTIPROC_DIR', None)\n"
+        "from evalfarm.broker.settings import WorkerSettings; from evalfarm.workers.metrics import serve\n"
+        "from evalfarm.tasks import WorkerProcess\n"
+        "print(serve(WorkerProcess(WorkerSettings(metrics_port=1))))"
     )
     env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)

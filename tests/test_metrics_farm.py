@@ -173,3 +173,18 @@ def test_up_prints_the_metrics_url_it_serves(tmp_path: Path) -> None:
         scraped_until(metrics, {("sleepy", "ok"): 5})
         up.send_signal(signal.SIGTERM)
         assert up.wait(60) == 0
+
+
+def test_a_second_farm_on_the_machine_prints_its_own_metrics_url_not_the_firsts(tmp_path: Path) -> None:
+    port = free_port()
+    env = worker_env(EVALFARM_METRICS_PORT=str(port), EVALFARM_WARM_SANDBOX="0")
+    with running_up(env) as (first, _, first_metrics), running_up(env) as (second, broker, metrics):
+        assert first_metrics == f"http://127.0.0.1:{port}/metrics"
+        assert metrics.startswith("http://127.0.0.1:") and metrics != first_metrics  # moved to a free port
+        with Farm(settings=client_settings(broker), progress=False) as client:
+            assert [r["status"] for r in client.score(sleepy_jobs(3, 0.0))] == ["ok"] * 3
+        scraped_until(metrics, {("sleepy", "ok"): 3})  # the second farm's jobs, on the URL it printed
+        assert ("sleepy", "ok") not in jobs_by_env_status(scrape(first_metrics))  # and not on the first's
+        for up in (second, first):
+            up.send_signal(signal.SIGTERM)
+            assert up.wait(60) == 0
