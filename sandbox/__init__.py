@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evalfarm.sandbox._request import InteractorSpec, JudgeRun, attachment_path
     from evalfarm.sandbox.client import CallSpec, JudgeSpec, Sandbox, SandboxConfig, SandboxError
     from evalfarm.sandbox.limits import MAX_LIMITS, Limits
     from evalfarm.sandbox.result import RunResult
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 _HOMES = {
     "CallSpec": "client",
     "JudgeSpec": "client",
+    "JudgeRun": "_request",
+    "InteractorSpec": "_request",
+    "attachment_path": "_request",
     "Sandbox": "client",
     "SandboxConfig": "client",
     "SandboxError": "client",
@@ -34,6 +38,8 @@ __all__ = [
     "MAX_LIMITS",
     "PRECEDENCE",
     "CallSpec",
+    "InteractorSpec",
+    "JudgeRun",
     "JudgeSpec",
     "Limits",
     "RunResult",
@@ -41,6 +47,7 @@ __all__ = [
     "SandboxConfig",
     "SandboxError",
     "Status",
+    "attachment_path",
     "worst",
 ]
 

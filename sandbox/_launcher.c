@@ -15,7 +15,9 @@
  *   0, 1, 2  the run's stdin, stdout and stderr pipes
  *   3        the result channel: {"setup_error": ...} on a failure, {"started": true} before the exec
  *   4        the binary (a sealed memfd the server holds)
- *   5...     the cgroup.procs files of the slot's cgroups (`cgroup_fds=N` of them)
+ *   5...     the cgroup.procs files of the slot's cgroups (`cgroup_fds=N` of them, at most 5)
+ *   10...    a judge program's attachments (`attached=N` of them): read-only memfds it opens as
+ *            /proc/self/fd/10, ... (a checker's input, output and answer); kept across the exec
  * Arguments: `name=value` pairs, then `--` and the program's argv.
  */
 #include <asm/unistd.h>
@@ -32,6 +34,7 @@
 #define RESULT_FD 3
 #define BINARY_FD 4
 #define FIRST_CGROUP_FD 5
+#define ATTACHED_FD 10 /* as sandbox/_runner.py */
 #define SETUP_FAILED_EXIT 120 /* as sandbox/_runner.py */
 #define SIGKILL 9
 #define MNT_DETACH 2
@@ -215,7 +218,10 @@ static void drop_privileges(void) {
             check(SYS(__NR_fchown, fd, uid, uid), "fchown"); /* so the program may reopen /dev/stdin */
         }
     }
-    check(SYS(__NR_close_range, FIRST_CGROUP_FD, ~0U, 0), "close_range");
+    /* Everything else the server passed is closed: the cgroup files, and whatever follows the
+     * attachments (none of the server's descriptors reach the program). */
+    check(SYS(__NR_close_range, FIRST_CGROUP_FD, ATTACHED_FD - 1, 0), "close_range");
+    check(SYS(__NR_close_range, ATTACHED_FD + number("attached"), ~0U, 0), "close_range");
     if (uid >= 0) {
         check(SYS(__NR_setgroups, 0, 0), "setgroups");
         check(SYS(__NR_setresgid, uid, uid, uid), "setresgid");

@@ -116,6 +116,7 @@ def spawn(
     run_fds: tuple[int, ...],
     binary_fd: int,
     cgroup_fds: list[int],
+    attached: tuple[int, ...] = (),
 ) -> int:
     """Start the launcher (as the first process of the PID namespace the caller unshared), its
     descriptors in place; its pid.
@@ -123,7 +124,7 @@ def spawn(
     Every descriptor is first copied above all the others, then into place, so that no move
     overwrites one still to be moved.
     """
-    sources = [*run_fds, binary_fd, *cgroup_fds]
+    sources = [*run_fds, binary_fd, *cgroup_fds, *attached]
     targets = [
         0,
         1,
@@ -131,8 +132,10 @@ def spawn(
         _runner.RESULT_FD,
         BINARY_FD,
         *range(FIRST_CGROUP_FD, FIRST_CGROUP_FD + len(cgroup_fds)),
+        *range(_runner.ATTACHED_FD, _runner.ATTACHED_FD + len(attached)),
     ]
     staging = max(*sources, *targets) + 1
     actions = [(os.POSIX_SPAWN_DUP2, fd, staging + i) for i, fd in enumerate(sources)]
     actions += [(os.POSIX_SPAWN_DUP2, staging + i, target) for i, target in enumerate(targets)]
-    return os.posix_spawn(LAUNCHER, [LAUNCHER, *arguments, "--", *argv], environment, file_actions=actions)
+    named = [*arguments, f"attached={len(attached)}"]
+    return os.posix_spawn(LAUNCHER, [LAUNCHER, *named, "--", *argv], environment, file_actions=actions)

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from evalfarm.sandbox import _payload, languages, values, verdict
+from evalfarm.sandbox._runner import ATTACHED_FD
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.result import RunResult
 from evalfarm.sandbox.status import Status
@@ -54,6 +55,12 @@ class Request:
     judged: bool = False
     native: bool = False
     fetch: tuple[str, ...] = ()
+    interactive: bool = False
+
+    def _interactor(self, reply: dict[str, Any], outputs: dict[str, bytes]) -> dict[str, Any] | None:
+        if not self.interactive:
+            return None
+        return _interactor_facts(reply, outputs, self.header["interactor"]["limits"])
 
     def result(self, reply: dict[str, Any], outputs: dict[str, bytes]) -> RunResult:
         """The run's result, from the server's observations and the run's outputs."""
@@ -61,7 +68,16 @@ class Request:
             why = f"{verdict.SETUP_FAILED}: {reply['unavailable']}"
             return RunResult(status=Status.INFRA_ERROR, error=why, infra_reason="run_setup_failed")
         if reply.get("compile_failed"):
-            return _compile_failed(reply, outputs, self.header["native"]["compile"]["limits"])
+            role = reply.get("compile_failed_role", "candidate")
+            if role == "interactor":  # the judge's program does not compile: no verdict on the program
+                why = "the interactor does not compile: " + outputs.get("stderr", b"").decode(
+                    "utf-8", "replace"
+                )
+                return RunResult(status=Status.OK, judge={"status": "compile_error", "error": why[-2000:]})
+            native = self.header["candidate" if self.interactive else "native"]
+            if self.interactive:
+                native = native["native"]
+            return _compile_failed(reply, outputs, native["compile"]["limits"])
         members = reply["members"]
         limits = self.limits.to_dict()
         error: str | None
@@ -98,8 +114,49 @@ class Request:
             exception=verdict.exception_name(stderr) if status is not Status.OK else None,
             files=_fetched(outputs["files"], self.fetch) if "files" in outputs else None,
             compile=reply.get("compile"),
-            judge=judge_report if self.judged else None,
+            judge=judge_report if self.judged else self._interactor(reply, outputs),
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeRun:
+    """What a judge program (a checker) gets beyond a program's run: its argv after its own name,
+    read-only attachments at descriptors 10, 11, ... (`/proc/self/fd/N` in its argv), and, for a
+    Python judge, the exit code of an uncaught exception (its protocol's failure, not a verdict)."""
+
+    argv: tuple[str, ...] = ()
+    attachments: tuple[bytes, ...] = ()
+    crash_exit: int | None = None
+
+    def with_attachments(self, blobs: dict[str, bytes]) -> dict[str, bytes]:
+        """`blobs` with the attachments added under the names the server maps to descriptors."""
+        return {**blobs, **{f"attach{index}": data for index, data in enumerate(self.attachments)}}
+
+
+def attachment_path(index: int) -> str:
+    """Where a judge program opens its attachment `index`."""
+    return f"/proc/self/fd/{ATTACHED_FD + index}"
+
+
+def _interactor_facts(
+    reply: dict[str, Any], outputs: dict[str, bytes], limits: dict[str, Any]
+) -> dict[str, Any]:
+    """What an interactor did, for its protocol to read (the env's): its status as a program, its
+    exit, what it wrote on stderr (testlib's verdict message), and whether it ended first."""
+    facts = reply["members"]["interactor"]
+    observed = verdict.Observed.from_header(facts, read_report(outputs.get("interactor_report", b"")))
+    stderr = outputs.get("interactor_stderr", b"")
+    status, error = verdict.classify(observed, limits, stderr)
+    return {
+        "status": status.value,
+        "error": error,
+        "exit_code": facts["exit_code"],
+        "signal": facts["signal"],
+        "ended_by": facts.get("ended_by"),
+        "wall_s": facts["wall_s"],
+        "stderr": stderr.decode("utf-8", "replace")[-4000:],
+        "first_to_end": reply.get("first_to_end"),
+    }
 
 
 def program(
@@ -109,9 +166,15 @@ def program(
     call: CallSpec | None = None,
     files: dict[str, str] | None = None,
     fetch: list[str] | None = None,
+    judge: JudgeRun | None = None,
 ) -> Request:
-    """A Python program's run; with `call`, its function called afterwards."""
+    """A Python program's run; with `call`, its function called afterwards; with `judge`, run as a
+    judge program (argv, attachments, its crash's exit code)."""
     header: dict[str, Any] = {}
+    if judge is not None:
+        header["argv"] = ["main.py", *judge.argv]
+        if judge.crash_exit is not None:
+            header["crash_exit"] = judge.crash_exit
     blobs = [code]
     request: dict[str, Any] = {"kind": "run", "limits": limits.to_dict(), "mode": "program"}
     if call is not None:
@@ -124,15 +187,84 @@ def program(
         header["fetch"] = list(fetch)
         request["fetch"] = True
     blobs_by_name = _with_stdin({"payload": _payload.pack(header, *blobs)}, stdin)
+    if judge is not None:
+        blobs_by_name = judge.with_attachments(blobs_by_name)
     return Request(request, blobs_by_name, limits, fetch=tuple(fetch or ()))
 
 
-def native(language: languages.Language, source: bytes, stdin: bytes, limits: Limits) -> Request:
-    """A compiled program's run: its source compiled (unless the server holds its binary), then run."""
-    spec = languages.native_request(language, source, limits)
-    payload = _payload.pack({"compile": spec["compile"]}, source)
+def native(
+    language: languages.Language,
+    source: bytes,
+    stdin: bytes,
+    limits: Limits,
+    headers: dict[str, bytes] | None = None,
+    argv: tuple[str, ...] = (),
+) -> Request:
+    """A compiled program's run: its source compiled (unless the server holds its binary), then run;
+    `headers` are written beside the source for its compile, `argv` follows the binary's name."""
+    headers = headers or {}
+    spec = languages.native_request(language, source, limits, headers)
+    spec["argv"] = [*spec["argv"], *argv]
+    payload = _payload.pack({"compile": spec["compile"], "headers": list(headers)}, source, *headers.values())
     request = {"kind": "run", "limits": limits.to_dict(), "native": spec}
     return Request(request, _with_stdin({"payload": payload}, stdin), limits, native=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class InteractorSpec:
+    """An interactor: a judge program the candidate talks to over its stdin and stdout (the
+    interactor's stdout and stdin). `judge` gives its argv and attachments (the test's input and
+    answer, which the candidate never sees); `headers` go beside its source when it is compiled."""
+
+    code: bytes
+    language: str
+    judge: JudgeRun
+    limits: Limits
+    headers: dict[str, bytes] | None = None
+
+
+def interactive(code: bytes, language: str, interactor: InteractorSpec, limits: Limits) -> Request:
+    """A program and its interactor, each the other's stdin and stdout."""
+    candidate_part, candidate_payload = _member(code, language, limits, None, (), None)
+    judge = interactor.judge
+    interactor_part, interactor_payload = _member(
+        interactor.code,
+        interactor.language,
+        interactor.limits,
+        interactor.headers,
+        judge.argv,
+        judge.crash_exit,
+    )
+    interactor_part["limits"] = interactor.limits.to_dict()
+    request = {
+        "kind": "interactive",
+        "limits": limits.to_dict(),
+        "candidate": candidate_part,
+        "interactor": interactor_part,
+    }
+    blobs = judge.with_attachments({"payload": candidate_payload, "interactor_payload": interactor_payload})
+    return Request(request, blobs, limits, interactive=True, native=language != "python")
+
+
+def _member(
+    code: bytes,
+    language: str,
+    limits: Limits,
+    headers: dict[str, bytes] | None,
+    argv: tuple[str, ...],
+    crash_exit: int | None,
+) -> tuple[dict[str, Any], bytes]:
+    """One side of an interactive run: its part of the request and its payload."""
+    if language == "python":
+        header: dict[str, Any] = {"argv": ["main.py", *argv]}
+        if crash_exit is not None:
+            header["crash_exit"] = crash_exit
+        return {}, _payload.pack(header, code)
+    headers = headers or {}
+    spec = languages.native_request(languages.LANGUAGES[language], code, limits, headers)
+    spec["argv"] = [*spec["argv"], *argv]
+    payload = _payload.pack({"compile": spec["compile"], "headers": list(headers)}, code, *headers.values())
+    return {"native": spec}, payload
 
 
 def judged(code: bytes, judge: JudgeSpec, limits: Limits) -> Request:

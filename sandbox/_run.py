@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from evalfarm.sandbox._server import Server
 
 MAX_BINARY_BYTES = 64 << 20  # a compiled program larger than this is not kept
+MAX_ATTACHMENTS = 8  # a judge program's files
 JUDGE_OUTPUT_BYTES = 64 << 10  # what a judge prints is kept up to this, then dropped
 
 
@@ -133,7 +134,8 @@ class Run:
         """A compiled program's binary, on the job's stdin."""
         child = self._standard_fds(fds)
         order = (child[0], child[1], child[2], child[_runner.RESULT_FD])
-        member = self._start(lambda: self.server.spawn_native(self.limits, binary_fd, argv, order))
+        attached = tuple(fd for target, fd in sorted(child.items()) if target >= _runner.ATTACHED_FD)
+        member = self._start(lambda: self.server.spawn_native(self.limits, binary_fd, argv, order, attached))
         return self._finish([member], "candidate")
 
     def compile(
@@ -189,6 +191,65 @@ class Run:
         finally:
             hosts.after(host)
 
+    def interactive(
+        self, fds: dict[str, int], request: dict[str, Any], binaries: dict[str, int]
+    ) -> tuple[dict[str, Any], list[int]]:
+        """A program and its interactor, each the other's stdin and stdout: the program's output is
+        the interactor's input and the reverse. Only the interactor has the test (its attachments);
+        only the program is in the slot's cgroups (its memory is the program's); one wall clock
+        bounds both, so a mutual wait ends as the program's timeout. The run lasts until both end."""
+        to_interactor_r, to_interactor_w = self._pipe()
+        to_program_r, to_program_w = self._pipe()
+        program = {
+            0: to_program_r,
+            1: to_interactor_w,
+            2: self._capture("stderr", self.limits["output_bytes"]),
+            _runner.RESULT_FD: self._output_memfd("report"),
+        }
+        interactor = {
+            0: to_interactor_r,
+            1: to_program_w,
+            2: self._capture("interactor_stderr", JUDGE_OUTPUT_BYTES),
+            _runner.RESULT_FD: self._output_memfd("interactor_report"),
+        }
+        interactor.update({target: fd for target, fd in self._attachments(fds).items()})
+        members = [
+            self._member("candidate", request["candidate"], request["limits"], program, fds["payload"],
+                         binaries.get("candidate"), cgroup=True),
+            self._member("interactor", request["interactor"], request["interactor"]["limits"], interactor,
+                         fds["interactor_payload"], binaries.get("interactor"), cgroup=False),
+        ]  # fmt: skip
+        self._close_owned()
+        header, outputs = self._finish(members, None)
+        header["first_to_end"] = min(members, key=lambda m: m.started + m.wall_s).role
+        return header, outputs
+
+    def _member(
+        self,
+        role: str,
+        spec: dict[str, Any],
+        limits: dict[str, Any],
+        child: dict[int, int],
+        payload: int,
+        binary_fd: int | None,
+        cgroup: bool,
+    ) -> Member:
+        """Start one process of an interactive run: a Python program forked, or a binary spawned."""
+        if binary_fd is None:
+            child[_runner.PAYLOAD_FD] = payload
+            plan = self.server.plan(limits, "program", cgroup=cgroup)
+            return self._start(lambda: self.server.fork(role, plan, child), keep_open=True, in_cgroup=cgroup)
+        order = (child[0], child[1], child[2], child[_runner.RESULT_FD])
+        attached = tuple(fd for target, fd in sorted(child.items()) if target >= _runner.ATTACHED_FD)
+        argv = spec["native"]["argv"]
+        return self._start(
+            lambda: self.server.spawn_native(
+                limits, binary_fd, argv, order, attached, role=role, cgroup=cgroup
+            ),
+            keep_open=True,
+            in_cgroup=cgroup,
+        )
+
     # -- descriptors ------------------------------------------------------------------------
 
     def _standard_fds(self, fds: dict[str, int]) -> dict[int, int]:
@@ -202,7 +263,18 @@ class Run:
         }
         if "payload" in fds:
             child[_runner.PAYLOAD_FD] = fds["payload"]
+        child.update(self._attachments(fds))
         return child
+
+    @staticmethod
+    def _attachments(fds: dict[str, int]) -> dict[int, int]:
+        """A judge program's files, at descriptors 10, 11, ..."""
+        found = {}
+        for index in range(MAX_ATTACHMENTS):
+            if f"attach{index}" not in fds:
+                break
+            found[_runner.ATTACHED_FD + index] = fds[f"attach{index}"]
+        return found
 
     def _empty_stdin(self) -> int:
         fd = _payload.empty_memfd("evalfarm-stdin")
@@ -229,11 +301,12 @@ class Run:
 
     # -- processes --------------------------------------------------------------------------
 
-    def _start(self, start: Any, keep_open: bool = False) -> Member:
+    def _start(self, start: Any, keep_open: bool = False, in_cgroup: bool = True) -> Member:
         """Start the run's member, then close this server's copies of the ends that are its (so a
-        capture sees end-of-file when it is gone), unless others still need them."""
+        capture sees end-of-file when it is gone), unless others still need them. The slot's
+        cgroups are set for the member that goes in them."""
         cgroups = self.server.cgroups
-        if cgroups:
+        if cgroups and in_cgroup:
             cgroups.prepare(self.limits["memory_mb"], self.limits["workdir_mb"], self.limits["processes"])
         try:
             return start()
@@ -247,7 +320,7 @@ class Run:
         self.owned = []
 
     def _finish(
-        self, members: list[Member], main: str, host: Host | None = None
+        self, members: list[Member], main: str | None, host: Host | None = None
     ) -> tuple[dict[str, Any], list[int]]:
         """Supervise the members to their end; the reply's header and the output memfds."""
         started = min(member.started for member in members)
@@ -266,7 +339,7 @@ class Run:
         for member in members:
             observed = member.facts()
             facts[member.role] = dict(observed, ended_by=stopped_for or observed["ended_by"])
-            if member.role != "judge":  # the one process of the run in the slot's cgroups
+            if member.role in ("candidate", "compile"):  # the one process of the run in the slot's cgroups
                 facts[member.role]["oom_killed"] = oom_killed
                 if cgroup_cpu_s is not None:  # its children's CPU too, reaped or not
                     facts[member.role]["cpu_s"] = max(facts[member.role]["cpu_s"], cgroup_cpu_s)

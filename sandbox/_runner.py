@@ -15,6 +15,8 @@ Descriptors of a run (the server puts them in place; `plan["fds"]` says which ex
     4              PAYLOAD_FD: the run's payload (`sandbox._payload`), read and closed before the program
     5, 6           REQUESTS_FD, REPLIES_FD: calls in and replies out (`sandbox.bridge`)
     7              FILES_FD: files fetched after the program, or a compile's binary
+    10, 11, ...    ATTACHED_FD and after: the run's attachments (read-only memfds a judge program
+                   opens as /proc/self/fd/N: a checker's input, output and answer)
 
 Modes (`plan["mode"]`): `program` (run it), `call` (run it, then make the one call of its payload),
 `serve` (run it, then answer calls until they end), `judge_host` (the long-lived process that runs
@@ -38,6 +40,8 @@ PAYLOAD_FD = 4
 REQUESTS_FD = 5
 REPLIES_FD = 6
 FILES_FD = 7
+ATTACHED_FD = 10  # the first attachment's descriptor, in Python and native runs alike
+PIPE_CLOSED_EXIT = 2  # a judge program whose program stopped reading: testlib's presentation error
 STACK_BYTES = 8 << 20  # numpy's threads fail to start when the stack cap is as large as memory
 
 # A run's whole environment: nothing of the worker's variables reaches it. The fork server is
@@ -73,7 +77,7 @@ def child_main(plan: dict[str, Any], fds: dict[int, int]) -> NoReturn:
         _report({"setup_error": f"{type(error).__name__}: {error}"})
         os._exit(SETUP_FAILED_EXIT)
     if mode == "compile":
-        _compile(header, blobs[0])
+        _compile(header, blobs[0], dict(zip(header.get("headers", ()), blobs[1:], strict=False)))
     _program(plan, header, blobs)
 
 
@@ -176,12 +180,16 @@ def _report(record: dict[str, Any]) -> None:
 # -- compile mode -----------------------------------------------------------------------------------
 
 
-def _compile(header: dict[str, Any], source: bytes) -> NoReturn:
-    """Compile `source` with the command line in the header as a child of this run; report how the
-    compiler ended and put the binary on FILES_FD. Exits 0 only when a binary was written."""
+def _compile(header: dict[str, Any], source: bytes, headers: dict[str, bytes]) -> NoReturn:
+    """Compile `source` with the command line in the header as a child of this run, `headers` beside
+    it (`#include "testlib.h"`); report how the compiler ended and put the binary on FILES_FD.
+    Exits 0 only when a binary was written."""
     spec = header["compile"]
     with open(spec["source_path"], "wb") as handle:
         handle.write(source)
+    for name, content in headers.items():
+        with open(os.path.join(os.path.dirname(spec["source_path"]), os.path.basename(name)), "wb") as handle:
+            handle.write(content)
     # Not the compiler's: its descriptors, and this process's /proc entries (same uid otherwise).
     for fd in (RESULT_FD, FILES_FD):
         os.set_inheritable(fd, False)
@@ -236,7 +244,11 @@ def _program(plan: dict[str, Any], header: dict[str, Any], blobs: list[bytes]) -
     main.__dict__["__builtins__"] = builtins
     main.__dict__["__file__"] = "/tmp/main.py"
     sys.modules["__main__"] = main
-    sys.argv = ["main.py"]
+    sys.argv = list(header.get("argv") or ["main.py"])
+    # A judge program's crash is its failure, not a verdict: it exits with the code its protocol
+    # gives a failed judge (testlib's FAIL, 3), not the 1 that means "wrong answer".
+    crash_exit = int(header.get("crash_exit", 1))
+    judge = "crash_exit" in header
     _report({"started": True})
     os.close(RESULT_FD)  # from here on this process is the program's: it reports nothing
     exit_code, ran = 0, False
@@ -245,9 +257,14 @@ def _program(plan: dict[str, Any], header: dict[str, Any], blobs: list[bytes]) -
         ran = True
     except SystemExit as error:
         exit_code = _exit_code(error)
+    except BrokenPipeError as error:
+        # An interactor writing to a program that stopped reading: testlib's interactors then read
+        # the end of its output and say "presentation error" (2); a Python judge says the same.
+        _print_exception(error, skip_frames=1)
+        exit_code = PIPE_CLOSED_EXIT if judge else crash_exit
     except BaseException as error:
         _print_exception(error, skip_frames=1)
-        exit_code = 1
+        exit_code = crash_exit
     if ran and plan["mode"] == "call":
         _answer_once(main.__dict__, blobs[1])
     elif ran and plan["mode"] == "serve":

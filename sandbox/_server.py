@@ -66,7 +66,7 @@ class Server:
         self.sink = -1  # /dev/null, where output past a dropping cap goes
         self.cgroups: _cgroups.SlotCgroups | None = None
         self.seccomp_code = b""  # the filter's bytes, for the launcher's command line
-        self.native_arguments: tuple[dict[str, Any], list[str]] | None = None  # limits -> argv
+        self.native_arguments: dict[tuple[str, int], list[str]] = {}  # (limits, cgroup files) -> argv
         # A run's environment, as a plain dict: os.environ is re-encoded on every use.
         self.environment = dict(os.environ)
         cache = config.get("binary_cache") or {}
@@ -214,6 +214,8 @@ class Server:
         (`kind` "judged": a Python candidate serving calls and a judge calling it)."""
         if request["kind"] == "judged":
             return Run(self, request["limits"]).judged(fds, request["judge"])
+        if request["kind"] == "interactive":
+            return self._interactive(request, fds)
         if request.get("native"):
             return self._native(request, fds)
         run = Run(self, request["limits"])
@@ -222,21 +224,52 @@ class Server:
     def _native(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
         """Compile the payload's source unless its binary is held, then run the binary."""
         if not self.config.get("launcher"):
-            return {
-                "unavailable": f"native runs are off ({self.config.get('launcher_error') or 'no launcher'})"
-            }, []
+            return self._no_launcher(), []
         native = request["native"]
-        binary_fd = self.binaries.get(native["key"])
-        compiled: dict[str, Any] = {"status": "ok", "cached": binary_fd is not None, "wall_s": 0.0}
-        if binary_fd is None:
-            failed, binary_fd, compile_facts = Run(self, native["compile"]["limits"]).compile(fds)
-            if failed is not None:
-                return failed
-            compiled.update(wall_s=compile_facts["wall_s"], binary_bytes=compile_facts["binary_bytes"])
-            self.binaries.put(native["key"], binary_fd, compile_facts["binary_bytes"])
+        binary_fd, compiled, failed = self._binary(native, fds["payload"])
+        if failed is not None:
+            return failed
         header, outputs = Run(self, request["limits"]).native(binary_fd, native["argv"], fds)
         header["compile"] = compiled
         return header, outputs
+
+    def _interactive(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
+        """A program and an interactor talking over two pipes: compile whichever is native (the
+        program's failed compile is its own; the interactor's is reported as such), then run both."""
+        binaries: dict[str, int] = {}
+        compiled: dict[str, Any] = {}
+        for role, payload in (("candidate", "payload"), ("interactor", "interactor_payload")):
+            native = request[role].get("native")
+            if native is None:
+                continue
+            if not self.config.get("launcher"):
+                return self._no_launcher(), []
+            binaries[role], compiled[role], failed = self._binary(native, fds[payload])
+            if failed is not None:
+                failed[0]["compile_failed_role"] = role
+                return failed
+        header, outputs = Run(self, request["limits"]).interactive(fds, request, binaries)
+        if "candidate" in compiled:
+            header["compile"] = compiled["candidate"]
+        return header, outputs
+
+    def _binary(
+        self, native: dict[str, Any], payload: int
+    ) -> tuple[int, dict[str, Any], tuple[dict[str, Any], list[int]] | None]:
+        """The binary of a native program: held, or compiled now from its payload's source (and then
+        held); the compile's facts; the failed compile's reply, if it failed."""
+        binary_fd = self.binaries.get(native["key"])
+        compiled: dict[str, Any] = {"status": "ok", "cached": binary_fd is not None, "wall_s": 0.0}
+        if binary_fd is None:
+            failed, binary_fd, facts = Run(self, native["compile"]["limits"]).compile({"payload": payload})
+            if failed is not None:
+                return -1, compiled, failed
+            compiled.update(wall_s=facts["wall_s"], binary_bytes=facts["binary_bytes"])
+            self.binaries.put(native["key"], binary_fd, facts["binary_bytes"])
+        return binary_fd, compiled, None
+
+    def _no_launcher(self) -> dict[str, Any]:
+        return {"unavailable": f"native runs are off ({self.config.get('launcher_error') or 'no launcher'})"}
 
     # -- what runs need ---------------------------------------------------------------------
 
@@ -278,20 +311,32 @@ class Server:
         return self.start(role, begin)
 
     def spawn_native(
-        self, limits: dict[str, Any], binary_fd: int, argv: list[str], fds: tuple[int, ...]
+        self,
+        limits: dict[str, Any],
+        binary_fd: int,
+        argv: list[str],
+        fds: tuple[int, ...],
+        attached: tuple[int, ...] = (),
+        role: str = "candidate",
+        cgroup: bool = True,
     ) -> Member:
         """A compiled program's process, through the launcher (a vfork and two small execs, no fork
         of this interpreter), under the same walls."""
-        cgroup_fds = self.cgroups.procs_fds if self.cgroups else []
-        if self.native_arguments is None or self.native_arguments[0] != limits:
-            arguments = _native.launcher_argv(
+        cgroup_fds = self.cgroups.procs_fds if self.cgroups and cgroup else []
+        key = (json.dumps(limits, sort_keys=True), len(cgroup_fds))
+        launcher_argv = self.native_arguments.get(key)
+        if launcher_argv is None:  # a job's tests share limits: built once for them all
+            launcher_argv = _native.launcher_argv(
                 limits, self.uid, self.landlock_abi, self.seccomp_code, len(cgroup_fds)
             )
-            self.native_arguments = (limits, arguments)
-        launcher_argv = self.native_arguments[1]
+            if len(self.native_arguments) >= 8:
+                self.native_arguments.clear()
+            self.native_arguments[key] = launcher_argv
         return self.start(
-            "candidate",
-            lambda: _native.spawn(launcher_argv, argv, self.environment, fds, binary_fd, cgroup_fds),
+            role,
+            lambda: _native.spawn(
+                launcher_argv, argv, self.environment, fds, binary_fd, cgroup_fds, attached
+            ),
             native=True,
         )
 

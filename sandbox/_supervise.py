@@ -177,7 +177,7 @@ def supervise(
     members: list[Member],
     captures: list[Capture],
     deadline: float,
-    main: str,
+    main: str | None,
     sink: int,
     host: Host | None = None,
 ) -> str | None:
@@ -185,7 +185,8 @@ def supervise(
     that stopped it (`wall`, or a capture's reason), if one did.
 
     A limit ends everyone; when the `main` member (or the `host`) ends, the others are ended
-    (`done`): a judge's candidate serves until the judge is through with it.
+    (`done`): a judge's candidate serves until the judge is through with it. With no `main` (a
+    program and its interactor) the run lasts until every member ended, or the deadline.
     """
     poller = select.poll()
     by_fd: dict[int, Capture | Member | Host] = {}
@@ -221,7 +222,7 @@ class _Loop:
         by_fd: dict[int, Capture | Member | Host],
         members: list[Member],
         deadline: float,
-        main: str,
+        main: str | None,
         sink: int,
         host: Host | None = None,
     ) -> None:

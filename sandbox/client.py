@@ -16,9 +16,10 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from evalfarm.sandbox import _native, _payload, _protocol, _request, languages
-from evalfarm.sandbox._request import CallSpec, JudgeSpec, Request
+from evalfarm.sandbox._request import CallSpec, InteractorSpec, JudgeRun, JudgeSpec, Request
 from evalfarm.sandbox._runner import RUN_ENVIRONMENT
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.result import RunResult
@@ -110,7 +111,7 @@ class Sandbox:
         self._extended = _Server(self, "extended", self.config.preload + self.config.extra_preload)
         self._wants_extended = _names_pattern(self.config.extra_preload)
         self._lock = threading.Lock()
-        self._last_native: tuple[tuple[str, bytes, Limits], Request] | None = None
+        self._last_native: tuple[tuple[Any, ...], Request] | None = None
         # Restarts by reason (RESTART_REASONS) since the last `take_restarts`.
         self.restarts: collections.Counter[str] = collections.Counter()
 
@@ -166,6 +167,8 @@ class Sandbox:
         files: dict[str, str] | None = None,
         fetch: list[str] | None = None,
         language: str = "python",
+        judge: JudgeRun | None = None,
+        headers: dict[str, bytes] | None = None,
     ) -> RunResult:
         """Run `code` as a fresh isolated process; the sandbox's own failure is an INFRA_ERROR result.
 
@@ -173,6 +176,9 @@ class Sandbox:
         source, compiled in a run of its own under the limits' `compile_*` caps unless this slot
         already holds its binary, and the binary runs under the same walls a Python program does;
         `call`, `files` and `fetch` are Python's only.
+
+        `judge`: the program is a judge (a checker): its argv, its read-only attachments (opened as
+        /proc/self/fd/N), its crash's exit code; `headers` go beside a compiled program's source.
 
         `call`: after the program ran, its function is called and what it returned comes back as
         data in `RunResult.reply`. `files` ({relative path: base64 content}) are written into the
@@ -188,12 +194,35 @@ class Sandbox:
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
         if language != "python":
             try:
-                request = self._native_request(language, code_bytes, stdin_bytes, limits)
+                request = self._native_request(language, code_bytes, stdin_bytes, limits, judge, headers)
             except languages.CompilerMissing as error:
                 return RunResult(status=Status.INFRA_ERROR, error=str(error), infra_reason="no_compiler")
             return self._run(self._base, request)
-        request = _request.program(code_bytes, stdin_bytes, limits, call, files, fetch)
+        request = _request.program(code_bytes, stdin_bytes, limits, call, files, fetch, judge)
         return self._run(self._server_for(code_bytes), request)
+
+    def run_interactive(
+        self,
+        code: str | bytes,
+        interactor: InteractorSpec,
+        limits: Limits | None = None,
+        language: str = "python",
+    ) -> RunResult:
+        """Run `code` talking to `interactor` over its stdin and stdout (each the other's), as an
+        interactive problem is judged: the result is the program's run (its stdout went to the
+        interactor), and `judge` says how the interactor ended (the env reads its protocol)."""
+        limits = limits or Limits()
+        code_bytes = code.encode() if isinstance(code, str) else code
+        try:
+            request = _request.interactive(code_bytes, language, interactor, limits)
+        except languages.CompilerMissing as error:
+            return RunResult(status=Status.INFRA_ERROR, error=str(error), infra_reason="no_compiler")
+        server = (
+            self._server_for(code_bytes)
+            if language == "python" and interactor.language == "python"
+            else self._base
+        )
+        return self._run(server, request)
 
     def run_judged(self, code: str | bytes, judge: JudgeSpec, limits: Limits | None = None) -> RunResult:
         """Run Python `code` as a candidate serving calls, judged by `judge` in a process of its own.
@@ -226,15 +255,27 @@ class Sandbox:
                 result, error=f"{result.error} ({self.config.run_attempts} attempts, each lost)"
             )
 
-    def _native_request(self, language: str, source: bytes, stdin: bytes, limits: Limits) -> Request:
+    def _native_request(
+        self,
+        language: str,
+        source: bytes,
+        stdin: bytes,
+        limits: Limits,
+        judge: JudgeRun | None = None,
+        headers: dict[str, bytes] | None = None,
+    ) -> Request:
         """The request of a native run, its compile part kept for the next run: a job's tests come
-        one after another with the same source and limits, and hashing the source each time would
-        cost them."""
-        key = (language, source, limits)
+        one after another with the same source and limits (and a checker's runs with the same
+        headers), and hashing the source each time would cost them."""
+        argv = judge.argv if judge is not None else ()
+        key = (language, source, limits, argv, headers)
         if self._last_native is None or self._last_native[0] != key:
-            self._last_native = (key, _request.native(languages.LANGUAGES[language], source, b"", limits))
+            built = _request.native(languages.LANGUAGES[language], source, b"", limits, headers, argv)
+            self._last_native = (key, built)
         cached = self._last_native[1]
         blobs = dict(cached.blobs, stdin=stdin) if stdin else cached.blobs
+        if judge is not None:
+            blobs = judge.with_attachments(blobs)
         return dataclasses.replace(cached, blobs=blobs)
 
     def _attempt(self, server: _Server, request: Request) -> tuple[RunResult, str | None]:

@@ -64,13 +64,18 @@ def compiler_path(language: Language) -> str:
     return os.path.realpath(found)
 
 
-def native_request(language: Language, source: bytes, limits: Limits) -> dict:
-    """The `native` part of a run request: the cache key, the compile's command line and limits,
-    and the binary's argv."""
+def native_request(
+    language: Language, source: bytes, limits: Limits, headers: dict[str, bytes] | None = None
+) -> dict:
+    """The `native` part of a run request: the cache key (the command line, the source and the
+    headers written beside it), the compile's command line and limits, and the binary's argv."""
     source_path = f"{SOURCE_DIR}/{language.source_name}"
     binary_path = f"{SOURCE_DIR}/{language.binary_name}"
     argv = [compiler_path(language), *language.flags, "-o", binary_path, source_path]
-    key = hashlib.sha256(json.dumps(argv).encode() + b"\0" + source).hexdigest()
+    digest = hashlib.sha256(json.dumps(argv).encode() + b"\0" + source)
+    for name, content in sorted((headers or {}).items()):
+        digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(content).digest())
+    key = digest.hexdigest()
     return {
         "key": key,
         "argv": [language.binary_name],
