@@ -40,7 +40,7 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="program",
             scorer="evalfarm.envs.program:ProgramEnv",
-            version="2",  # 2: `language`
+            version="3",  # 2: `language`; 3: checkers, interactors, function-call tests
             fields=frozenset({"code", "stdin", "files", "fetch_files", "language"}),
             answer="code",
             columns=("stdin", "limits", "language"),
@@ -67,7 +67,7 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="codecontests",
             scorer="evalfarm.envs.codecontests:CodeContestsEnv",
-            version="2",  # 2: `language`
+            version="3",  # 2: `language`; 3: checkers, interactors, function-call tests
             fields=frozenset(
                 (
                     "completion",

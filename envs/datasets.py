@@ -23,8 +23,9 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from evalfarm.envs.base import EnvError, InvalidJob
 from evalfarm.envs.validation import JobModel, describe
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 # Caps of one problem, inline in a job or in a dataset line.
 MAX_TESTS = 1000  # per list (public, hidden)
 MAX_TEST_CHARS = 8 << 20  # per input and per expected output
+MAX_ARGUMENTS = 64  # per call of a function-call test
 MAX_PROBLEM_CHARS = 64 << 20  # all inputs and outputs of a problem together
 MAX_WARNINGS = 10  # malformed lines reported one by one per file; the rest only counted
 # Where datasets live when the caller's setting (EVALFARM_DATASETS_DIR) is unset.
@@ -46,10 +48,29 @@ class DatasetError(EnvError):
 
 
 class IOPair(JobModel):
-    """One stdin/stdout test."""
+    """One test: stdin and the expected stdout; for a function-call problem (`fn_name`), the
+    arguments (a JSON array, or a string of one JSON value per line) and the expected return value."""
 
-    input: str = Field(max_length=MAX_TEST_CHARS)
-    output: str = Field(max_length=MAX_TEST_CHARS)
+    input: str | list[Any]
+    output: Any = None
+
+    @field_validator("input")
+    @classmethod
+    def _input_capped(cls, value: str | list[Any]) -> str | list[Any]:
+        if isinstance(value, str) and len(value) > MAX_TEST_CHARS:
+            raise ValueError(f"String should have at most {MAX_TEST_CHARS} characters")
+        if isinstance(value, list) and len(value) > MAX_ARGUMENTS:
+            raise ValueError(f"a call takes at most {MAX_ARGUMENTS} arguments")
+        return value
+
+    def size(self) -> int:
+        """Characters the test weighs (its JSON for a function-call test)."""
+        weigh = lambda value: len(value) if isinstance(value, str) else len(json.dumps(value))  # noqa: E731
+        return weigh(self.input) + weigh(self.output)
+
+
+# What a problem may say about how it is judged (`envs/codecontests/checkers.py`).
+JUDGING_FIELDS = ("checker", "interactor", "fn_name", "checker_wall_s")
 
 
 class Problem(JobModel):
@@ -60,13 +81,35 @@ class Problem(JobModel):
     public_tests: list[IOPair] = Field(default_factory=list, max_length=MAX_TESTS)
     hidden_tests: list[IOPair] = Field(min_length=1, max_length=MAX_TESTS)
     float_tolerance: float | None = Field(default=None, gt=0, lt=1)
+    # How its outputs are judged: a comparison's name or object, or a checker program (`checker`);
+    # an interactor program talking to the solution (`interactor`); a function the tests call
+    # (`fn_name`). A checker program's wall clock per test: `checker_wall_s`.
+    checker: str | dict[str, Any] | None = None
+    interactor: dict[str, Any] | None = None
+    fn_name: str | None = Field(
+        default=None, min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
+    )
+    checker_wall_s: float = Field(default=10.0, gt=0, le=60)
 
     @model_validator(mode="after")
     def _bounded(self) -> Problem:
-        """Refuse a problem whose tests add up to more than MAX_PROBLEM_CHARS."""
-        size = sum(len(t.input) + len(t.output) for t in (*self.public_tests, *self.hidden_tests))
+        """Refuse a problem whose tests add up to more than MAX_PROBLEM_CHARS, or whose tests do not
+        fit how it is judged (stdin tests take text; function-call tests take arguments)."""
+        tests = (*self.public_tests, *self.hidden_tests)
+        size = sum(test.size() for test in tests)
         if size > MAX_PROBLEM_CHARS:
             raise ValueError(f"tests total {size} characters, more than {MAX_PROBLEM_CHARS}")
+        if self.fn_name is None:
+            for name in ("public_tests", "hidden_tests"):
+                for index, test in enumerate(getattr(self, name)):
+                    for part in ("input", "output"):
+                        if not isinstance(getattr(test, part), str):
+                            raise ValueError(
+                                f"{name}.{index}.{part}: a stdin test's {part} is text "
+                                "(function-call tests need fn_name)"
+                            )
+        elif self.interactor is not None:
+            raise ValueError("fn_name and interactor: a problem is one or the other")
         return self
 
 

@@ -198,7 +198,7 @@ def test_problem_id_from_the_store() -> None:
         ({"code": ADD, "problem": {"id": "p", "hidden_tests": []}}, "problem.hidden_tests: List should have"),
         (
             {"code": ADD, "problem": {"id": "p", "hidden_tests": [{"input": "1"}]}},
-            "problem.hidden_tests.0.output:",
+            "problem: hidden_tests.0.output: a stdin test's output is text",
         ),
         (
             {"code": ADD, "problem": {"id": "p", "hidden_tests": "1 2"}},

@@ -157,7 +157,7 @@ def test_the_program_env_runs_cpp_and_reports_its_compile(ctx: Context) -> None:
     job = {"id": "p", "env": "program", "code": CPP_SUM, "stdin": "20 22\n", "language": "cpp"}
     result = score_job(job, ctx)
     assert (result["status"], result["stdout"], result["exit_code"]) == ("ok", "42\n", 0)
-    assert set(result["compile"]) == {"status", "wall_s", "cached"} and result["env_version"] == "2"
+    assert set(result["compile"]) == {"status", "wall_s", "cached"} and result["env_version"] == "3"
     broken = score_job({**job, "code": "int main() {"}, ctx)
     assert broken["status"] == "syntax_error" and "expected" in broken["stderr"]
 

@@ -50,6 +50,8 @@ def test_the_wheel_holds_one_import_name_and_the_sandbox_data(wheel: Path) -> No
         assert f"evalfarm/{room}/__init__.py" in names
     assert "evalfarm/sandbox/_launcher.c" in names  # each worker builds the launcher from it
     assert any(name.startswith("evalfarm/envs/sandbox_lib/") for name in names)  # modules for programs
+    assert "evalfarm/envs/codecontests/testlib/testlib.h" in names  # C++ checkers and interactors
+    assert "evalfarm/envs/codecontests/testlib/LICENSE" in names
     assert not any(
         name.startswith(("evalfarm/tests/", "evalfarm/bench/", "evalfarm/deploy/")) for name in names
     )

@@ -14,20 +14,38 @@ With `language: "cpp"` the program is C++ (the first ```cpp block of a completio
 in the sandbox, on the job's first test, and every test runs that binary. A compile that fails
 (`syntax_error`, or `timeout`/`memory_limit` of the compile) stops the job; `compile` in the result
 says how long it took and whether the slot already held the binary.
+
+How a test is judged is the problem's (`checker`, `envs/codecontests/checkers.py`: a comparison in
+the worker, or a checker program in the sandbox, `judging.py`; `fn_name`: the tests call a function,
+`calls.py`; `interactor`: an interactor program talks to the solution, `interactive.py`). The result
+names the rule applied (`checker`). A judge's fault on any hidden test makes the job `judge_error`,
+with no reward, whatever the shape.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from evalfarm.envs.base import Context, Env, InvalidJob
 from evalfarm.envs.catalog import ENVS
-from evalfarm.envs.codecontests.compare import normalize_output, outputs_match
+from evalfarm.envs.codecontests.calls import CallTests
+from evalfarm.envs.codecontests.checkers import (
+    Checker,
+    CheckerError,
+    Comparison,
+    NeedsChecker,
+    ProgramChecker,
+    parse_checker,
+)
+from evalfarm.envs.codecontests.compare import normalize_output
 from evalfarm.envs.codecontests.extract import LANGUAGE_NAMES, extract_code
 from evalfarm.envs.codecontests.feedback import PublicOutcome, format_feedback, parse_error_feedback
+from evalfarm.envs.codecontests.interactive import InteractiveJudge, InteractorError, parse_interactor
 from evalfarm.envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
+from evalfarm.envs.codecontests.judging import ProgramJudge, TestVerdict
 from evalfarm.envs.datasets import DatasetStore, IOPair, Problem
 from evalfarm.envs.trajectory import answer_field
 from evalfarm.envs.validation import validate_job
@@ -35,7 +53,7 @@ from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.status import Status, worst
 
 # Runs after which the remaining tests cannot change the verdict (or the verdict cannot be trusted).
-_STOPPERS = frozenset({Status.SYNTAX_ERROR, Status.INFRA_ERROR})
+_STOPPERS = frozenset({Status.SYNTAX_ERROR, Status.INFRA_ERROR, Status.JUDGE_ERROR})
 ERROR_CLIP = 300
 
 
@@ -50,6 +68,7 @@ class Verdict:
     stderr: str
     error: str | None
     compile_failed: bool = False  # the program did not compile: no test can run
+    score: float = 0.0  # the test's share of a point: 1 when passed, a checker's partial score
 
     @property
     def stops(self) -> bool:
@@ -68,15 +87,24 @@ class CodeContestsEnv(Env):
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Run the public tests for feedback, then the hidden tests for the reward."""
         job = job if "code" in job else answer_field(job, "completion")
+        _refuse_unknown_problem_fields(job.get("problem"))
         request = validate_job(CodeContestsJob, job).check_choices()
         problem = self._problem(request, ctx)
+        try:
+            checker = parse_checker(problem.checker, problem.float_tolerance, problem.description)
+            interactor = parse_interactor(problem.interactor) if problem.interactor is not None else None
+        except (CheckerError, InteractorError) as error:
+            raise InvalidJob(f"problem.{error}") from None
         language = request.language
         code = request.code if request.code is not None else extract_code(request.completion or "", language)
         if code is None:
             return _parse_error(problem, language)
         if len(code) > MAX_CODE_CHARS:
             raise InvalidJob(f"completion: the program is longer than {MAX_CODE_CHARS} characters")
-        judge = _Judge(ctx.sandbox, code, limits, problem, request.reward_shape, language)
+        judge = _Judge(ctx.sandbox, code, limits, problem, request.reward_shape, language, checker)
+        if interactor is not None:
+            judge.interactive = InteractiveJudge(interactor, ctx.sandbox, problem.checker_wall_s)
+            judge.checker_name = interactor.name
         public = judge.run_all(problem.public_tests, public=True)
         outcomes = [_outcome(test, run) for test, run in zip(problem.public_tests, public, strict=False)]
         feedback = format_feedback(outcomes, total=len(problem.public_tests))
@@ -85,6 +113,7 @@ class CodeContestsEnv(Env):
         if judge.compile is not None and not (stopped or hidden):  # no public test ran the compile
             stopped = judge.compile_only()
         result = _result(problem, request.reward_shape, stopped, hidden, feedback)
+        result["checker"] = judge.checker_name
         if judge.compile is not None:
             result["compile"] = judge.compile
         return result
@@ -100,34 +129,73 @@ class CodeContestsEnv(Env):
 
 
 class _Judge:
-    """Runs one program on tests, in one sandbox slot."""
+    """Runs one program on tests, in one sandbox slot, judged by the problem's checker."""
 
     def __init__(
-        self, sandbox: Any, code: str, limits: Limits, problem: Problem, shape: str, language: str
+        self,
+        sandbox: Any,
+        code: str,
+        limits: Limits,
+        problem: Problem,
+        shape: str,
+        language: str,
+        checker: Checker,
     ) -> None:
         self.sandbox, self.code, self.limits, self.language = sandbox, code, limits, language
-        self.float_tolerance = problem.float_tolerance
+        self.checker = checker
         self.stop_at_failure = shape == "all_or_nothing"  # the reward is 0 already: save the CPU
         # A compiled program's compile, as its first run reported it (None for Python).
         self.compile: dict[str, Any] | None = None if language == "python" else {}
+        self.program_judge = (
+            ProgramJudge(checker, sandbox, problem.checker_wall_s)
+            if isinstance(checker, ProgramChecker)
+            else None
+        )
+        self.calls = CallTests(problem.fn_name, checker) if problem.fn_name else None
+        self.interactive: InteractiveJudge | None = None
+        self.checker_name = self.calls.name if self.calls else checker.name
 
     def run(self, test: IOPair, keep_output: bool) -> Verdict:
         """Run the program on `test.input`; wrong_answer when it exits cleanly with the wrong output.
 
         The output is kept only when asked (public tests): hidden runs must not hold megabytes each.
         """
+        if self.calls is not None:
+            status, why, call = self.calls.run(self.sandbox, self.code, test, self.limits)
+            out = call.stdout.decode("utf-8", "replace") if keep_output else ""
+            err = call.stderr.decode("utf-8", "replace") if keep_output else ""
+            return Verdict(status, call.wall_s, call.cpu_s, out, err, why, False, float(status is Status.OK))
+        assert isinstance(test.input, str) and isinstance(test.output, str)  # the problem's validation
+        if self.interactive is not None:
+            judged, r = self.interactive.run(self.code, self.language, test.input, test.output, self.limits)
+            compile_failed = self._note_compile(r.compile)
+            stderr = r.stderr.decode("utf-8", "replace") if keep_output or compile_failed else ""
+            return Verdict(
+                judged.status, r.wall_s, r.cpu_s, "", stderr, judged.error, compile_failed, judged.score
+            )
         r = self.sandbox.run(
             self.code, stdin=test.input.encode("utf-8"), limits=self.limits, language=self.language
         )
         compile_failed = self._note_compile(r.compile)
-        status = r.status
-        if status is Status.OK and not outputs_match(r.stdout, test.output, self.float_tolerance):
-            status = Status.WRONG_ANSWER
+        status, score, error = r.status, float(r.status is Status.OK), r.error
+        if status is Status.OK:
+            judged = self._judge_output(test.input, r.stdout, test.output)
+            status, score, error = judged.status, judged.score, judged.error
         # A failed compile's messages are the model's to read, from a hidden test too.
         keep = keep_output or compile_failed
         stdout = r.stdout.decode("utf-8", "replace") if keep else ""
         stderr = r.stderr.decode("utf-8", "replace") if keep else ""
-        return Verdict(status, r.wall_s, r.cpu_s, stdout, stderr, r.error, compile_failed)
+        return Verdict(status, r.wall_s, r.cpu_s, stdout, stderr, error, compile_failed, score)
+
+    def _judge_output(self, given: str, output: bytes, expected: str) -> TestVerdict:
+        """The checker's verdict on a clean run's output."""
+        if isinstance(self.checker, Comparison):
+            passed = self.checker.accepts(output, expected)
+            return TestVerdict(Status.OK if passed else Status.WRONG_ANSWER, float(passed))
+        if isinstance(self.checker, NeedsChecker):
+            return TestVerdict(Status.JUDGE_ERROR, 0.0, self.checker.reason)
+        assert self.program_judge is not None
+        return self.program_judge.judge(given, output, expected)
 
     def _note_compile(self, compiled: dict[str, Any] | None) -> bool:
         """Record the first run's compile; True when the program did not compile."""
@@ -162,8 +230,8 @@ def _outcome(test: IOPair, run: Verdict) -> PublicOutcome:
         passed=run.status is Status.OK,
         status=run.status,
         wall_s=run.wall_s,
-        input=test.input,
-        expected=normalize_output(test.output),
+        input=test.input if isinstance(test.input, str) else json.dumps(test.input),
+        expected=normalize_output(test.output) if isinstance(test.output, str) else json.dumps(test.output),
         got=normalize_output(run.stdout),
         stderr=run.stderr,
     )
@@ -176,17 +244,14 @@ def _result(
     total = len(problem.hidden_tests)
     passed = sum(run.status is Status.OK for run in hidden)
     status = stopped.status if stopped else worst([run.status for run in hidden])
-    if status is Status.INFRA_ERROR:
-        reward = None  # the farm's fault: never a reward of 0
+    if status in (Status.INFRA_ERROR, Status.JUDGE_ERROR):
+        reward = None  # the farm's fault, or the judge's: never a reward of 0
     elif shape == "fraction_passed":
-        reward = passed / total
+        reward = sum(run.score for run in hidden) / total  # a checker's partial scores count
     else:
         reward = 1.0 if passed == total else 0.0
     fields = {
-        "tests": [
-            {"status": r.status.value, "wall_s": round(r.wall_s, 6), "cpu_s": round(r.cpu_s, 6)}
-            for r in hidden
-        ],
+        "tests": [_test_entry(r) for r in hidden],
         "passed": passed,
         "total": total,
         "feedback": feedback,
@@ -197,6 +262,28 @@ def _result(
         "error": _error(status, stopped, hidden, total),
         **fields,
     }
+
+
+def _test_entry(run: Verdict) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "status": run.status.value,
+        "wall_s": round(run.wall_s, 6),
+        "cpu_s": round(run.cpu_s, 6),
+    }
+    if 0.0 < run.score < 1.0:
+        entry["score"] = round(run.score, 6)  # a checker's partial score
+    return entry
+
+
+def _refuse_unknown_problem_fields(problem: Any) -> None:
+    """An inline problem's fields are all known: a declaration the farm would ignore (a misspelt
+    `checker`) is refused, naming it, rather than judged without."""
+    if isinstance(problem, Mapping):
+        unknown = sorted(set(problem) - set(Problem.model_fields))
+        if unknown:
+            raise InvalidJob(
+                f"problem.{unknown[0]}: unknown field (known: {', '.join(Problem.model_fields)})"
+            )
 
 
 def _error(status: Status, stopped: Verdict | None, hidden: list[Verdict], total: int) -> str | None:

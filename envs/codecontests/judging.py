@@ -1,0 +1,169 @@
+"""Checker programs: a problem's own judge, run in the sandbox on each test the program passed cleanly.
+
+A checker is often model-written, so it runs under the same walls as any program, in a run of its
+own: it never shares a process with the candidate, and the candidate never sees the test's answer.
+The test's input, the program's output and the expected answer reach it as read-only attachments
+(`/proc/self/fd/10`, `11`, `12`); a C++ checker is compiled once per slot (the sandbox's binary
+cache) with testlib.h beside it. Its verdict is its exit code, read by the fork server; what it
+prints is read only for a partial score.
+
+Protocols:
+- `testlib`: `checker input output answer`; exit 0 ok, 1 wrong answer, 2 presentation error (wrong
+  answer), 3 FAIL (`judge_error`), 7 points (a fraction in [0, 1], from what it printed: testlib
+  writes `points 0.5 ...` to stderr). A Python checker's uncaught exception exits 3.
+- `openr1` (open-r1's generated checkers): `checker.py input correct_output solution_output`, blank
+  lines and `\r` removed from both outputs first, as its scorer does; a pass is exit 0 with `1` or
+  `100` printed.
+- `kattis` (problemtools' output validators): `validator input judge_answer feedback_dir/`, the
+  program's output on stdin; 42 accepts, 43 rejects.
+
+Anything else the checker does (another exit code, a signal, its timeout or memory limit, a checker
+that does not compile) is the judge's fault: `judge_error`, never a verdict on the program. A fault
+of the farm under it stays `infra_error` (retried).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+from evalfarm.envs.codecontests.checkers import ProgramChecker
+from evalfarm.sandbox import JudgeRun, attachment_path
+from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.status import Status
+
+TESTLIB = Path(__file__).resolve().parent / "testlib" / "testlib.h"
+CHECKER_WALL_S = 10.0
+CHECKER_MEMORY_MB = 1024
+_FAIL_EXIT = 3  # testlib's FAIL: a Python checker's crash
+_POINTS = re.compile(rb"(?:points\s+)?([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
+
+
+@dataclasses.dataclass(frozen=True)
+class TestVerdict:
+    """What the checker said of one test: its status, the test's score in [0, 1], why."""
+
+    status: Status
+    score: float
+    error: str | None = None
+
+
+@functools.cache
+def testlib_header() -> bytes:
+    """testlib.h, shipped with the env (its MIT license beside it)."""
+    return TESTLIB.read_bytes()
+
+
+def checker_limits(wall_s: float) -> Limits:
+    """A checker run's limits: its own wall clock, room to read three large files."""
+    return Limits(
+        wall_s=wall_s,
+        cpu_s=wall_s,
+        memory_mb=CHECKER_MEMORY_MB,
+        output_bytes=64 << 10,
+        workdir_mb=64,
+        processes=4,
+        compile_wall_s=60.0,
+        compile_memory_mb=2048,
+    )
+
+
+class ProgramJudge:
+    """Runs one problem's checker program on tests, in one sandbox slot."""
+
+    def __init__(self, checker: ProgramChecker, sandbox: Any, wall_s: float = CHECKER_WALL_S) -> None:
+        self.checker = checker
+        self.sandbox = sandbox
+        self.limits = checker_limits(wall_s)
+        self.headers = {"testlib.h": testlib_header()} if checker.language == "cpp" else None
+
+    def judge(self, test_input: str, output: bytes, answer: str) -> TestVerdict:
+        """The checker's verdict on `output` for a test of input `test_input` and answer `answer`."""
+        protocol = self.checker.protocol
+        given = test_input.encode("utf-8")
+        expected = answer.encode("utf-8")
+        stdin = b""
+        files: tuple[bytes, ...]
+        if protocol == "openr1":
+            files = (given, _drop_blank_lines(expected.replace(b"\r", b"")), _drop_blank_lines(output))
+            argv = tuple(attachment_path(i) for i in range(3))
+        elif protocol == "kattis":
+            files, stdin = (given, expected), output
+            argv = (attachment_path(0), attachment_path(1), "/tmp/")
+        else:
+            files = (given, output, expected)
+            argv = tuple(attachment_path(i) for i in range(3))
+        crash_exit = _FAIL_EXIT if protocol != "kattis" else None
+        run = self.sandbox.run(
+            self.checker.code,
+            stdin=stdin,
+            limits=self.limits,
+            language=self.checker.language,
+            judge=JudgeRun(argv=argv, attachments=files, crash_exit=crash_exit),
+            headers=self.headers,
+        )
+        return verdict_of(protocol, run)
+
+
+def verdict_of(protocol: str, run: RunResult) -> TestVerdict:
+    """The test's verdict from the checker's run (its exit code, or why it has none)."""
+    if run.status is Status.INFRA_ERROR:
+        return TestVerdict(Status.INFRA_ERROR, 0.0, f"checker: {run.error}")
+    if run.compile is not None and run.compile.get("status") != Status.OK.value:
+        return _judge_error(f"the checker does not compile ({run.compile.get('status')})", run)
+    if run.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT, Status.SYNTAX_ERROR):
+        return _judge_error(f"the checker's run: {run.status.value}", run)
+    if run.signal is not None or run.exit_code is None:
+        return _judge_error(f"the checker died of signal {run.signal}", run)
+    code = run.exit_code
+    if protocol == "kattis":
+        if code in (42, 43):
+            return TestVerdict(Status.OK if code == 42 else Status.WRONG_ANSWER, float(code == 42))
+        return _judge_error(f"the validator exited {code} (42 accepts, 43 rejects)", run)
+    if protocol == "openr1":
+        if code == 0:
+            passed = re.sub(rb"\s+", b"", run.stdout) in (b"1", b"100")
+            return TestVerdict(Status.OK if passed else Status.WRONG_ANSWER, float(passed))
+        if code in (1, 2):
+            return TestVerdict(Status.WRONG_ANSWER, 0.0)
+        return _judge_error(f"the checker exited {code}", run)
+    if code == 0:
+        return TestVerdict(Status.OK, 1.0)
+    if code in (1, 2):
+        return TestVerdict(Status.WRONG_ANSWER, 0.0)
+    if code == 7:
+        return points_of(run.stderr, run.stdout)
+    return _judge_error(
+        f"the checker exited {code} ({'FAIL' if code == _FAIL_EXIT else 'not a verdict'})", run
+    )
+
+
+def points_of(*printed: bytes) -> TestVerdict:
+    """testlib's partial score (exit 7): the fraction a judge printed (`points 0.5 ...` on stderr, or
+    the number alone), in [0, 1]."""
+    for stream in printed:
+        found = _POINTS.search(stream.strip())
+        if found:
+            score = float(found.group(1))
+            if 0.0 <= score <= 1.0:
+                return TestVerdict(Status.OK if score == 1.0 else Status.WRONG_ANSWER, score)
+            return TestVerdict(
+                Status.JUDGE_ERROR, 0.0, f"the judge's points {score:g} are not a fraction in [0, 1]"
+            )
+    return TestVerdict(Status.JUDGE_ERROR, 0.0, "the judge exited 7 (points) without printing them")
+
+
+def _judge_error(why: str, run: RunResult) -> TestVerdict:
+    detail = run.stderr.decode("utf-8", "replace").strip().splitlines()
+    return TestVerdict(Status.JUDGE_ERROR, 0.0, f"{why}: {detail[-1][:200]}" if detail else why)
+
+
+def _drop_blank_lines(text: bytes) -> bytes:
+    """The output without its empty lines (open-r1's scorer runs `sed '/^$/d'` on both outputs)."""
+    lines = text.split(b"\n")
+    kept = [line for line in lines if line]
+    return b"\n".join(kept) + (b"\n" if kept else b"")
