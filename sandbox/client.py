@@ -46,6 +46,8 @@ DEFAULT_PRELOAD = (
 # Forking an interpreter with numpy in it costs every run about half a millisecond more (its
 # pages are copied and torn down with each child), so programs that do not name it run without.
 DEFAULT_EXTRA_PRELOAD = ("numpy",)
+# Native requests a sandbox keeps built: a job's program, its checker, and the next job's.
+NATIVE_REQUESTS_KEPT = 4
 
 
 class SandboxError(Exception):
@@ -111,7 +113,8 @@ class Sandbox:
         self._extended = _Server(self, "extended", self.config.preload + self.config.extra_preload)
         self._wants_extended = _names_pattern(self.config.extra_preload)
         self._lock = threading.Lock()
-        self._last_native: tuple[tuple[Any, ...], Request] | None = None
+        # The last few native requests built, by what they were built from (see _native_request).
+        self._native_requests: collections.OrderedDict[tuple[Any, ...], Request] = collections.OrderedDict()
         # Restarts by reason (RESTART_REASONS) since the last `take_restarts`.
         self.restarts: collections.Counter[str] = collections.Counter()
 
@@ -264,15 +267,20 @@ class Sandbox:
         judge: JudgeRun | None = None,
         headers: dict[str, bytes] | None = None,
     ) -> Request:
-        """The request of a native run, its compile part kept for the next run: a job's tests come
-        one after another with the same source and limits (and a checker's runs with the same
-        headers), and hashing the source each time would cost them."""
+        """The request of a native run, its compile part kept for the next runs: a job's tests come
+        one after another with the same source and limits, alternating with its checker's runs
+        (same source, headers and argv each time), and hashing the sources each time would cost
+        them. The last NATIVE_REQUESTS_KEPT requests are kept."""
         argv = judge.argv if judge is not None else ()
-        key = (language, source, limits, argv, headers)
-        if self._last_native is None or self._last_native[0] != key:
-            built = _request.native(languages.LANGUAGES[language], source, b"", limits, headers, argv)
-            self._last_native = (key, built)
-        cached = self._last_native[1]
+        key = (language, source, limits, argv, tuple(sorted((headers or {}).items())))
+        cached = self._native_requests.get(key)
+        if cached is None:
+            cached = _request.native(languages.LANGUAGES[language], source, b"", limits, headers, argv)
+            self._native_requests[key] = cached
+            while len(self._native_requests) > NATIVE_REQUESTS_KEPT:
+                self._native_requests.popitem(last=False)
+        else:
+            self._native_requests.move_to_end(key)
         blobs = dict(cached.blobs, stdin=stdin) if stdin else cached.blobs
         if judge is not None:
             blobs = judge.with_attachments(blobs)
