@@ -106,10 +106,47 @@ def secret_problem(secret: str) -> dict[str, Any]:
     }
 
 
+# A checker that accepts the expected tokens (the answer file) and nothing else, as testlib runs it.
+SECRET_CHECKER = """
+import sys
+output, answer = (open(path).read().split() for path in sys.argv[2:4])
+sys.exit(0 if output == answer else 1)
+"""
+# An interactor holding the secret in the test's input, which only it sees: it says "go" and
+# accepts the secret back.
+SECRET_INTERACTOR = """
+import sys
+secret = open(sys.argv[1]).read().strip()
+print("go", flush=True)
+sys.exit(0 if sys.stdin.readline().strip() == secret else 1)
+"""
+
+
 def codecontests_problem(name: str, secret: str) -> dict[str, Any]:
-    """The corpus's stdin/stdout problems: `add` (a + b) and `secret` (an answer in no input)."""
+    """The corpus's problems: `add` (a + b); `secret` (an answer in no input), and the same judged by
+    a checker program (`secret_checker`), an interactor (`secret_interactive`) or a function call
+    (`secret_fn`); `real` (5/2 to 1e-6, testlib's number syntax) and `count` (an integer answer
+    under a real tolerance)."""
+    answer = f"EVALFARM-SECRET-{secret}"
+    if name == "secret_checker":
+        checker = {"type": "program", "language": "python", "code": SECRET_CHECKER}
+        return {"id": name, "checker": checker, "hidden_tests": [{"input": "go\n", "output": answer + "\n"}]}
+    if name == "secret_interactive":
+        interactor = {"language": "python", "code": SECRET_INTERACTOR}
+        return {"id": name, "interactor": interactor, "hidden_tests": [{"input": answer, "output": ""}]}
+    if name == "secret_fn":
+        return {"id": name, "fn_name": "secret", "hidden_tests": [{"input": [], "output": answer}]}
+    if name == "real":
+        return {
+            "id": name,
+            "checker": "float:1e-6",
+            "hidden_tests": [{"input": "5 2\n", "output": "2.500000\n"}],
+        }
+    if name == "count":
+        tests = [{"input": "1000000000\n", "output": "1000000000\n"}]
+        return {"id": name, "checker": "float:1e-6", "hidden_tests": tests}
     if name == "secret":
-        tests = [{"input": "go\n", "output": f"EVALFARM-SECRET-{secret}\n"}]
+        tests = [{"input": "go\n", "output": answer + "\n"}]
     else:
         tests = [
             {"input": "1 2\n", "output": "3\n"},

@@ -29,6 +29,7 @@ def test_the_corpus_covers_every_family() -> None:
     expected = {
         "controls", "early_exit", "forged_verdict", "equality_override", "monkeypatching",
         "test_tampering", "oracle_peeking", "cross_job", "penalty_dodge", "stdout_tricks", "cpp", "elm_gate",
+        "judge_peeking", "number_syntax",
     }  # fmt: skip
     assert set(families) == expected
     assert all(count >= 3 for count in families.values()), families

@@ -1,0 +1,5 @@
+# env: codecontests
+# problem: secret_interactive
+# expect: ok
+assert input() == "go"
+print("EVALFARM-SECRET-" + SECRET_HEX, flush=True)
