@@ -2,7 +2,11 @@
 
 File format: one JSON object per line, one problem each (what `evalfarm datasets prepare` writes):
 `{"id": str, "description": str, "public_tests": [{"input": str, "output": str}, ...],
-"hidden_tests": [...], "float_tolerance": float (optional)}`; other keys are kept out of the way.
+"hidden_tests": [...]}` and, optionally, how it is judged: `checker`, `interactor`, `fn_name`
+(function-call tests: `input` the arguments, `output` the expected value), `checker_wall_s`,
+`float_tolerance` (see `envs/codecontests/checkers.py`). Other keys (`difficulty`, the `solutions`
+that `evalfarm datasets lint` runs) are kept out of the way; in a job's inline `problem` they are
+refused by name.
 
 A worker makes datasets available by id from one directory (its `datasets_dir` setting, e.g. the
 EVALFARM_DATASETS_DIR variable read by the worker's settings, never here): `<dataset_id>.jsonl` files,

@@ -261,8 +261,15 @@ def _from_object(spec: Mapping[str, Any]) -> Checker:
     kind = spec.get("type")
     if kind == "program":
         return _program(spec)
+    if kind == "missing":  # what a dataset reader writes for a problem its dataset cannot judge
+        unknown = sorted(set(spec) - {"type", "reason"})
+        if unknown:
+            raise CheckerError(f"checker: unknown field {unknown[0]!r}")
+        reason = spec.get("reason") or "the problem needs a checker it does not have"
+        return NeedsChecker(str(reason)[:500], name="missing")
     if kind not in _TYPES:
-        raise CheckerError(f"checker.type: {kind!r} is not one of {', '.join((*_TYPES, 'program'))}")
+        known = ", ".join((*_TYPES, "program", "missing"))
+        raise CheckerError(f"checker.type: {kind!r} is not one of {known}")
     unknown = sorted(set(spec) - {"type", "case_insensitive", *FLOAT_RULES})
     if unknown:
         raise CheckerError(f"checker: unknown field {unknown[0]!r}")

@@ -4,7 +4,9 @@ Follows seed 003's `prepare_cp_data.py`: one object per problem with `id` (the p
 `description`, `public_tests`, `hidden_tests` (private tests then generated tests, capped by
 `max_hidden`), plus `difficulty`; problems are filtered on a minimum number of public tests, a
 difficulty range and a maximum count. Only the columns needed are read, batch by batch, so the large
-`solutions` columns of the real shards never load.
+`solutions` columns of the real shards load only when asked for (`max_solutions`: up to so many
+Python 3 and C++ `solutions` and `incorrect_solutions` per problem, for `evalfarm datasets lint`).
+No checker is set unless given (`checker`): the seed's comparison, `exact`, judges these problems.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from typing import Any
 from evalfarm.envs.datasets import DatasetError
 
 COLUMNS = ("name", "description", "public_tests", "private_tests", "generated_tests", "difficulty")
+SOLUTION_COLUMNS = ("solutions", "incorrect_solutions")
 BATCH_ROWS = 64
+# The Language enum of code_contests' problem proto -> the farm's (Python 2 and Java are not run).
+LANGUAGES = {2: "cpp", 3: "python"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +35,8 @@ class PrepareOptions:
     min_difficulty: int | None = None
     max_difficulty: int | None = None
     max_samples: int | None = None
+    max_solutions: int = 0
+    checker: str | None = None
 
 
 def parquet_files(source: str | Path) -> list[Path]:
@@ -43,16 +50,16 @@ def parquet_files(source: str | Path) -> list[Path]:
     return files
 
 
-def iter_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
+def iter_rows(files: list[Path], columns: tuple[str, ...] = COLUMNS) -> Iterator[dict[str, Any]]:
     """The rows of `files` as dicts of the needed columns, read in small batches."""
     import pyarrow.parquet as pq  # a tooling dependency: workers never need it
 
     for path in files:
         parquet = pq.ParquetFile(path)
-        missing = [name for name in COLUMNS if name not in parquet.schema_arrow.names]
+        missing = [name for name in columns if name not in parquet.schema_arrow.names]
         if missing:
             raise DatasetError(f"{path}: not a code_contests shard (missing columns: {', '.join(missing)})")
-        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=list(COLUMNS)):
+        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=list(columns)):
             yield from batch.to_pylist()
 
 
@@ -67,13 +74,28 @@ def convert_row(row: dict[str, Any], options: PrepareOptions) -> dict[str, Any] 
         return None
     if options.max_difficulty is not None and (difficulty is None or difficulty > options.max_difficulty):
         return None
-    return {
+    problem = {
         "id": row["name"],
         "description": row.get("description") or "",
         "public_tests": public,
         "hidden_tests": hidden,
         "difficulty": difficulty,
     }
+    if options.checker is not None:
+        problem["checker"] = options.checker
+    if options.max_solutions:
+        for key in SOLUTION_COLUMNS:
+            problem[key] = _solutions(row.get(key), options.max_solutions)
+    return problem
+
+
+def _solutions(solutions: dict[str, Any] | None, limit: int) -> list[dict[str, str]]:
+    """Up to `limit` {language, code} in languages the farm runs, from a {language, solution} struct."""
+    if not solutions:
+        return []
+    pairs = zip(solutions.get("language") or [], solutions.get("solution") or [], strict=False)
+    kept = [{"language": LANGUAGES[number], "code": code} for number, code in pairs if number in LANGUAGES]
+    return kept[:limit]
 
 
 def _pairs(tests: dict[str, Any] | None) -> list[dict[str, str]]:
@@ -89,7 +111,8 @@ def prepare_codecontests(source: str | Path, out: str | Path, options: PrepareOp
     read = written = 0
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", encoding="utf-8") as file:
-        for row in iter_rows(parquet_files(source)):
+        columns = COLUMNS + (SOLUTION_COLUMNS if options.max_solutions else ())
+        for row in iter_rows(parquet_files(source), columns):
             if options.max_samples is not None and written >= options.max_samples:
                 break
             read += 1

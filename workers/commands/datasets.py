@@ -1,8 +1,14 @@
 """`evalfarm datasets`: prepare problem sets, and install them where workers look them up by id.
 
-    evalfarm datasets prepare codecontests --source PARQUET_FILE_OR_DIR --out FILE.jsonl
+    evalfarm datasets prepare KIND --source FILE_OR_DIR --out FILE.jsonl
     evalfarm datasets load FILE.jsonl [--id ID] [--dir DIR] [--replace]
     evalfarm datasets list [--dir DIR]
+    evalfarm datasets lint FILE.jsonl [--inline | --broker URL | --local] [--report REPORT.jsonl]
+
+KIND: codecontests (deepmind/code_contests), openr1-codeforces, codecontests-plus, taco, apps,
+livecodebench: local copies of each dataset's own files (`envs/codecontests/sources.py`).
+`lint` judges each problem's own correct and incorrect solutions through the farm and lists the
+problems that reject a correct one, accept a wrong one, or cannot be judged.
 
 `load` validates FILE.jsonl and writes its valid problems to DIR/<ID>.jsonl (ID defaults to the file's
 stem); DIR is --dir, else EVALFARM_DATASETS_DIR, else ~/.local/share/evalfarm/datasets. Workers given
@@ -17,15 +23,17 @@ import sys
 from typing import Any
 
 from evalfarm.envs.codecontests.prepare import PrepareOptions, prepare_codecontests
+from evalfarm.envs.codecontests.sources import READERS, SourceOptions, prepare_source
 from evalfarm.envs.datasets import Caps, DatasetError, DatasetStore, install_dataset, resolve_datasets_dir
 
 
 def register(subparsers: Any) -> None:
-    """Add `datasets` and its `prepare`, `load` and `list` subcommands."""
-    parser = subparsers.add_parser("datasets", help="prepare and install problem datasets")
+    """Add `datasets` and its `prepare`, `load`, `list` and `lint` subcommands."""
+    parser = subparsers.add_parser("datasets", help="prepare, install and lint problem datasets")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     _add_prepare(actions)
     _add_load(actions)
+    _add_lint(actions)
     listing = actions.add_parser("list", help="the datasets installed for workers")
     listing.add_argument(
         "--dir", help="datasets directory (default: EVALFARM_DATASETS_DIR or ~/.local/share/...)"
@@ -34,19 +42,45 @@ def register(subparsers: Any) -> None:
 
 
 def _add_prepare(actions: Any) -> None:
-    """`datasets prepare codecontests`: parquet shards of deepmind/code_contests -> JSONL."""
+    """`datasets prepare KIND`: a public dataset's own files -> JSONL."""
     parser = actions.add_parser("prepare", help="convert a public dataset to the problem JSONL format")
-    parser.add_argument("kind", choices=["codecontests"], help="the dataset's format")
-    parser.add_argument("--source", required=True, help="a parquet file or a directory of them")
+    parser.add_argument("kind", choices=["codecontests", *READERS], help="the dataset's format")
+    parser.add_argument("--source", required=True, help="a parquet or JSONL file, or a directory of them")
     parser.add_argument("--out", required=True, help="the JSONL file to write")
     parser.add_argument(
         "--max-hidden", type=int, default=50, help="hidden tests kept per problem (default 50)"
     )
-    parser.add_argument("--min-public", type=int, default=1, help="drop problems with fewer public tests")
-    parser.add_argument("--min-difficulty", type=int, help="drop problems below this difficulty")
-    parser.add_argument("--max-difficulty", type=int, help="drop problems above this difficulty")
+    parser.add_argument(
+        "--solutions", type=int, default=None,
+        help="correct and incorrect solutions kept per problem, for `lint` (default 5; codecontests 0)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--checker", default=None,
+        help="the checker of problems without one of their own (default auto; codecontests: exact)",
+    )  # fmt: skip
+    parser.add_argument("--min-public", type=int, default=1, help="codecontests: minimum public tests")
+    parser.add_argument("--min-difficulty", type=int, help="codecontests: lower difficulties are dropped")
+    parser.add_argument("--max-difficulty", type=int, help="codecontests: higher difficulties are dropped")
     parser.add_argument("--max-samples", type=int, help="stop after writing this many problems")
     parser.set_defaults(func=prepare)
+
+
+def _add_lint(actions: Any) -> None:
+    """`datasets lint FILE.jsonl`: judge each problem's own solutions and list the poisoned ones."""
+    parser = actions.add_parser(
+        "lint", help="judge a dataset's own solutions; list problems that reject correct or accept wrong ones"
+    )
+    parser.add_argument("file", help="a JSONL file of problems with `solutions` (as `prepare` writes)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--inline", action="store_true", help="no queue: a local pool of sandboxes (default)")
+    from evalfarm.workers.farm_score import add_arguments
+
+    add_arguments(where)
+    parser.add_argument("--workers", type=int, default=2, help="processes for --inline and --local")
+    parser.add_argument("--cpus", help="comma-separated cores for --inline workers (default: all)")
+    parser.add_argument("--max-problems", type=int, help="lint at most this many problems")
+    parser.add_argument("--report", help="write one JSON line per problem here")
+    parser.set_defaults(func=lint)
 
 
 def _add_load(actions: Any) -> None:
@@ -72,15 +106,26 @@ def _directory(args: argparse.Namespace) -> Any:
 
 def prepare(args: argparse.Namespace) -> int:
     """Run `datasets prepare`."""
-    options = PrepareOptions(
-        max_hidden=args.max_hidden,
-        min_public=args.min_public,
-        min_difficulty=args.min_difficulty,
-        max_difficulty=args.max_difficulty,
-        max_samples=args.max_samples,
-    )
     try:
-        read, written = prepare_codecontests(args.source, args.out, options)
+        if args.kind == "codecontests":
+            options = PrepareOptions(
+                max_hidden=args.max_hidden,
+                min_public=args.min_public,
+                min_difficulty=args.min_difficulty,
+                max_difficulty=args.max_difficulty,
+                max_samples=args.max_samples,
+                max_solutions=args.solutions or 0,
+                checker=args.checker,
+            )
+            read, written = prepare_codecontests(args.source, args.out, options)
+        else:
+            source_options = SourceOptions(
+                max_hidden=args.max_hidden,
+                max_solutions=5 if args.solutions is None else args.solutions,
+                max_samples=args.max_samples,
+                checker=args.checker or "auto",
+            )
+            read, written = prepare_source(args.kind, args.source, args.out, source_options)
     except DatasetError as error:
         print(f"evalfarm datasets prepare: {error}", file=sys.stderr)
         return 2
@@ -110,4 +155,44 @@ def list_datasets(args: argparse.Namespace) -> int:
     store.refresh()
     for dataset_id in store.ids():
         print(f"{dataset_id}\t{store.size(dataset_id)} problems")
+    return 0
+
+
+def lint(args: argparse.Namespace) -> int:
+    """Run `datasets lint`: one line per problem that is not clean, then the counts."""
+    import contextlib
+    import json
+
+    from evalfarm.envs.codecontests.lint import FINDINGS, lint_jobs, lint_report
+    from evalfarm.workers.commands.score import _results
+
+    try:
+        with open(args.file, encoding="utf-8") as file:
+            jobs, warnings = lint_jobs(file, args.max_problems)
+    except OSError as error:
+        print(f"evalfarm datasets lint: {args.file}: {error.strerror}", file=sys.stderr)
+        return 2
+    for warning in warnings[:10]:
+        print(f"evalfarm datasets lint: skipped {warning}", file=sys.stderr)
+    if not jobs:
+        print(f"evalfarm datasets lint: {args.file} has no problem with solutions to judge", file=sys.stderr)
+        return 0
+    if not (args.broker or getattr(args, "local", False)):
+        args.inline = True
+    counts = dict.fromkeys(FINDINGS, 0)
+    with contextlib.ExitStack() as stack:
+        report = stack.enter_context(open(args.report, "w", encoding="utf-8")) if args.report else None
+        results = stack.enter_context(_results(args, jobs))
+        for problem in lint_report(results):
+            counts[problem.finding] += 1
+            if report is not None:
+                report.write(json.dumps(problem.to_dict()) + "\n")
+            if problem.finding != "clean":
+                why = f" ({problem.errors[0]})" if problem.errors else ""
+                print(
+                    f"{problem.finding}\t{problem.id}\tcorrect: {' '.join(problem.correct) or '-'}"
+                    f"\tincorrect: {' '.join(problem.incorrect) or '-'}{why}"
+                )
+    summary = ", ".join(f"{finding} {count}" for finding, count in counts.items() if count)
+    print(f"linted {sum(counts.values())} problems ({len(jobs)} solutions): {summary}", file=sys.stderr)
     return 0
