@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_cpp import SOLUTION, TESTS, problem  # noqa: E402
+
 from evalfarm.envs.base import Context  # noqa: E402
 from evalfarm.envs.scoring import score_job  # noqa: E402
 from evalfarm.sandbox import Sandbox  # noqa: E402
@@ -96,9 +97,8 @@ def main() -> None:
         extra = (median[name] - base) / TESTS * 1e3
         note = "" if name == "tokens" else f"  {extra:+.3f} ms per test over `tokens`"
         print(f"  {name:<20} job {median[name]:6.3f} s, {per_test:6.3f} ms per test{note}")
-    print(
-        f"  goal: a C++ checker adds under 2 ms per test ({(median['C++ testlib checker'] - base) / TESTS * 1e3:.3f} ms)"
-    )
+    cpp = (median["C++ testlib checker"] - base) / TESTS * 1e3
+    print(f"  goal: a C++ checker adds under 2 ms per test ({cpp:.3f} ms)")
 
 
 if __name__ == "__main__":
