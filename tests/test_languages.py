@@ -166,7 +166,13 @@ def test_a_completions_block_in_each_language_is_found(ctx: Context) -> None:
             continue
         sketch = "First a Python sketch:\n```python\nprint(0)\n```\n"
         completion = f"{sketch}Then:\n```{tag}\n{PROGRAMS[language]['sum']}```\n"
-        job = {"id": "j", "env": "codecontests", "problem": ADD, "completion": completion, "language": language}
+        job = {
+            "id": "j",
+            "env": "codecontests",
+            "problem": ADD,
+            "completion": completion,
+            "language": language,
+        }
         assert score_job(job, ctx)["status"] == "ok", language
 
 

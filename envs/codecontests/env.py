@@ -60,6 +60,7 @@ ERROR_CLIP = 300
 
 _INTERPRETED = LANGUAGES["pypy3"]  # what `python` is to the table: nothing to compile
 
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """One test's verdict, the run behind it, and what the model may see of it."""
