@@ -40,7 +40,7 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="program",
             scorer="evalfarm.envs.program:ProgramEnv",
-            version="3",  # 2: `language`; 3: checkers, interactors, function-call tests
+            version="3",  # 2: `language` (C++); 3: C, Rust, Go, Java, JavaScript, PyPy
             fields=frozenset({"code", "stdin", "files", "fetch_files", "language"}),
             answer="code",
             columns=("stdin", "limits", "language"),
@@ -67,7 +67,7 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="codecontests",
             scorer="evalfarm.envs.codecontests:CodeContestsEnv",
-            version="3",  # 2: `language`; 3: checkers, interactors, function-call tests
+            version="4",  # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages
             fields=frozenset(
                 (
                     "completion",

@@ -15,13 +15,13 @@ import base64
 import binascii
 import posixpath
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, field_validator
 
 from evalfarm.envs.base import Context, Env, InvalidJob
 from evalfarm.envs.catalog import ENVS
-from evalfarm.envs.validation import JobModel, validate_job
+from evalfarm.envs.validation import JobModel, Language, require_language, validate_job
 from evalfarm.sandbox import Limits
 
 MAX_CODE_CHARS = 1 << 20
@@ -45,7 +45,7 @@ class ProgramJob(JobModel):
     stdin: str = Field(default="", max_length=MAX_STDIN_CHARS)
     files: dict[str, str | None] = Field(default_factory=dict, max_length=MAX_FILES)
     fetch_files: list[str] = Field(default_factory=list, max_length=MAX_FILES)
-    language: Literal["python", "cpp"] = "python"  # sandbox.languages.NAMES
+    language: Language = "python"  # sandbox.languages.NAMES
 
     @field_validator("files")
     @classmethod
@@ -80,6 +80,7 @@ class ProgramEnv(Env):
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Run the program in this slot's sandbox."""
         request = validate_job(ProgramJob, job)
+        require_language(ctx.sandbox, request.language)
         if request.language != "python" and (request.files or request.fetch_files):
             raise InvalidJob("files/fetch_files: only a Python program's run takes files")
         files = {path: content or "" for path, content in request.files.items()}

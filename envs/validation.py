@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
 
 from evalfarm.envs.base import InvalidJob
 
@@ -47,3 +47,30 @@ def describe(error: ValidationError) -> str:
     elif first["type"] == "value_error":
         message = message.removeprefix("Value error, ")
     return f"{field}: {message}"
+
+
+def language_name(value: str) -> str:
+    """A job's `language`, in its own name (`javascript` -> `nodejs`); ValueError naming the ones
+    there are (sandbox.languages)."""
+    from evalfarm.sandbox import languages
+
+    if value not in languages.NAMES:
+        raise ValueError(f"{value!r} is not a language (one of {', '.join(languages.NAMES)})")
+    return languages.canonical(value)
+
+
+def require_language(sandbox: Any, language: str) -> None:
+    """InvalidJob naming the languages this worker offers, when it does not offer `language` (its
+    toolchain is not installed here, or its runtime needs a cgroup the slot lacks)."""
+    offered = getattr(sandbox, "offered_languages", None)
+    if language == "python" or offered is None:
+        return
+    names = offered()
+    if language not in names:
+        raise InvalidJob(
+            f"language: {language!r} is not offered by this worker (it offers {', '.join(names)})"
+        )
+
+
+# A job's `language` field: one of sandbox.languages.NAMES, read as its own name.
+Language = Annotated[str, AfterValidator(language_name)]

@@ -32,15 +32,16 @@ from starlette.routing import Route
 from evalfarm.broker.result import Result
 from evalfarm.gateway.app import Gateway, RequestError, read_json, route
 from evalfarm.gateway.responses import JSONResponse
+from evalfarm.sandbox.languages import NAMES
 from evalfarm.sandbox.limits import MAX_LIMITS
 
 # SandboxFusion's `Language` (sandbox/runners/types.py).
 Language = Literal[
     "python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash", "typescript", "sql", "rust",
     "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia", "pytest", "junit", "kotlin_script", "jest",
-    "verilog", "python_gpu", "lean", "swift", "racket",
+    "verilog", "python_gpu", "lean", "swift", "racket", "c", "pypy3", "javascript",
 ]  # fmt: skip
-RUNS = {"python", "cpp"}  # the languages the farm runs
+RUNS = set(NAMES)  # the languages the farm runs (sandbox.languages)
 _CLIENT_MARGIN_S = 8.0  # under the 10 s verl's client adds to a request's compile and run timeouts
 
 

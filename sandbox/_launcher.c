@@ -34,6 +34,7 @@
 #define RESULT_FD 3
 #define BINARY_FD 4
 #define FIRST_CGROUP_FD 5
+#define STAGE_FD 9 /* as sandbox/_native.py: a file to copy into the run's /tmp before it starts */
 #define ATTACHED_FD 10 /* as sandbox/_runner.py */
 #define SETUP_FAILED_EXIT 120 /* as sandbox/_runner.py */
 #define SIGKILL 9
@@ -211,6 +212,29 @@ static void enter_namespaces(void) {
     }
 }
 
+/* A runtime's program (a Java archive, a script) into the run's fresh /tmp at the path `stage`
+ * names, read from STAGE_FD with explicit offsets (the descriptor's offset is shared with the
+ * server's copy, which every test of a job uses). */
+static void stage_program(void) {
+    static char buffer[1 << 16];
+    const char *path = text("stage");
+    if (!*path) {
+        return;
+    }
+    long out = check(SYS(__NR_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), "stage");
+    for (long offset = 0;;) {
+        long got = check(SYS(__NR_pread64, STAGE_FD, buffer, sizeof buffer, offset), "read the program");
+        if (got == 0) {
+            break;
+        }
+        for (long done = 0; done < got;) {
+            done += check(SYS(__NR_write, out, buffer + done, got - done), "stage the program");
+        }
+        offset += got;
+    }
+    SYS(__NR_close, out);
+}
+
 static void drop_privileges(void) {
     long uid = number("uid");
     if (uid >= 0) {
@@ -341,6 +365,7 @@ void launch(long *stack) {
         fail_as("setup_error", "usage: launcher name=value... -- program [args]", -22);
     }
     enter_namespaces();
+    stage_program();
     drop_privileges();
     restrict_with_landlock();
     set_limits();

@@ -24,8 +24,9 @@ _BUILD_FLAGS = (
     "-O2", "-static", "-nostdlib", "-ffreestanding", "-fno-stack-protector", "-fno-pie", "-no-pie",
     "-Wall", "-Wextra", "-Werror",
 )  # fmt: skip
-BINARY_FD = 4  # the binary, as the launcher expects it
+BINARY_FD = 4  # the binary (or the runtime), as the launcher expects it
 FIRST_CGROUP_FD = 5
+STAGE_FD = 9  # a runtime's program, copied into the run's /tmp by the launcher
 # Beyond a native run's memory limit in its address-space cap: a static binary's own text and data,
 # the stack's guard gap and the vDSO, so that a program may use the whole of its memory limit.
 SLACK_BYTES = 16 << 20
@@ -79,11 +80,19 @@ def default_cache_dir() -> str:
 
 
 def launcher_argv(
-    limits: dict[str, Any], uid: int | None, landlock_abi: int, seccomp_filter: bytes, cgroup_fds: int
+    limits: dict[str, Any],
+    uid: int | None,
+    landlock_abi: int,
+    seccomp_filter: bytes,
+    cgroup_fds: int,
+    language: dict[str, Any] | None = None,
 ) -> list[str]:
-    """The launcher's `name=value` arguments for one run."""
+    """The launcher's `name=value` arguments for one run; `language`: the native request's
+    `memory` (`address_space` or `cgroup`), `threads` and `stage` (see sandbox.languages)."""
     rules = _landlock.policy(landlock_abi) if landlock_abi else None
     memory = limits["memory_mb"] << 20
+    language = language or {}
+    by_cgroup = language.get("memory") == "cgroup"
     values: dict[str, Any] = {
         "uid": -1 if uid is None else uid,
         "host_proc": _rootfs.HOST_PROC if uid is None else "",
@@ -92,11 +101,18 @@ def launcher_argv(
         "cpu_s": max(1, int(limits["cpu_s"] + 0.999)),
         "file_size_bytes": limits["file_size_mb"] << 20,
         "open_files": limits["open_files"],
-        "processes": limits["processes"],
-        # Its stack may grow to the memory limit, as judges allow: deep recursion is common in
-        # contest solutions (a Python run's stays small: numpy's threads need the room).
-        "stack_bytes": memory,
-        "address_space_bytes": memory + SLACK_BYTES,
+        "processes": limits["processes"] + (language.get("threads") or 0),
+        # No stack limit, as judges allow: deep recursion is common in contest solutions, and the
+        # main stack may grow until the memory cap. (A finite limit would also size every thread's
+        # stack: glibc gives each new thread RLIMIT_STACK, so a second thread would find no
+        # address space left; unlimited, a thread gets glibc's default.)
+        "stack_bytes": -1,
+        # Where the slot's cgroup caps the run, it alone caps memory: what the program touches, as
+        # judges count it (a C program whose malloc failed under an address-space cap would crash
+        # as a runtime error), and runtimes that reserve address space beyond what they use start.
+        # Without a cgroup, RLIMIT_AS is the cap (and runtimes that need a cgroup are not offered).
+        "address_space_bytes": -1 if by_cgroup or cgroup_fds else memory + SLACK_BYTES,
+        "stage": language.get("stage") or "",
         "landlock_attr_bytes": rules.attr_bytes if rules else 0,
         "landlock_fs": rules.handled_fs if rules else 0,
         "landlock_net": rules.handled_net if rules else 0,
@@ -117,6 +133,7 @@ def spawn(
     binary_fd: int,
     cgroup_fds: list[int],
     attached: tuple[int, ...] = (),
+    stage_fd: int | None = None,
 ) -> int:
     """Start the launcher (as the first process of the PID namespace the caller unshared), its
     descriptors in place; its pid.
@@ -124,7 +141,10 @@ def spawn(
     Every descriptor is first copied above all the others, then into place, so that no move
     overwrites one still to be moved.
     """
-    sources = [*run_fds, binary_fd, *cgroup_fds, *attached]
+    if FIRST_CGROUP_FD + len(cgroup_fds) > STAGE_FD:
+        raise ValueError(f"{len(cgroup_fds)} cgroup files: more than the launcher has room for")
+    staged = [stage_fd] if stage_fd is not None else []
+    sources = [*run_fds, binary_fd, *cgroup_fds, *attached, *staged]
     targets = [
         0,
         1,
@@ -133,6 +153,7 @@ def spawn(
         BINARY_FD,
         *range(FIRST_CGROUP_FD, FIRST_CGROUP_FD + len(cgroup_fds)),
         *range(_runner.ATTACHED_FD, _runner.ATTACHED_FD + len(attached)),
+        *([STAGE_FD] if staged else []),
     ]
     staging = max(*sources, *targets) + 1
     actions = [(os.POSIX_SPAWN_DUP2, fd, staging + i) for i, fd in enumerate(sources)]

@@ -205,8 +205,10 @@ def native(
     headers = headers or {}
     spec = languages.native_request(language, source, limits, headers)
     spec["argv"] = [*spec["argv"], *argv]
-    payload = _payload.pack({"compile": spec["compile"], "headers": list(headers)}, source, *headers.values())
     request = {"kind": "run", "limits": limits.to_dict(), "native": spec}
+    if spec["compile"] is None:  # the source itself runs (a runtime's script)
+        return Request(request, _with_stdin({"source": source}, stdin), limits, native=True)
+    payload = _payload.pack({"compile": spec["compile"], "headers": list(headers)}, source, *headers.values())
     return Request(request, _with_stdin({"payload": payload}, stdin), limits, native=True)
 
 

@@ -129,26 +129,36 @@ class Run:
         return self._finish([member], "candidate")
 
     def native(
-        self, binary_fd: int, argv: list[str], fds: dict[str, int]
+        self,
+        executable: int,
+        argv: list[str],
+        fds: dict[str, int],
+        language: dict[str, Any] | None = None,
+        build_fd: int | None = None,
     ) -> tuple[dict[str, Any], list[int]]:
-        """A compiled program's binary, on the job's stdin."""
+        """A compiled program's binary (or a runtime running its build, staged in /tmp), on the
+        job's stdin."""
         child = self._standard_fds(fds)
         order = (child[0], child[1], child[2], child[_runner.RESULT_FD])
         attached = tuple(fd for target, fd in sorted(child.items()) if target >= _runner.ATTACHED_FD)
-        member = self._start(lambda: self.server.spawn_native(self.limits, binary_fd, argv, order, attached))
+        stage_fd = build_fd if language and language.get("stage") else None
+        member = self._start(
+            lambda: self.server.spawn_native(
+                self.limits, executable, argv, order, attached, language=language, stage_fd=stage_fd
+            )
+        )
         return self._finish([member], "candidate")
 
     def compile(
-        self, fds: dict[str, int]
+        self, fds: dict[str, int], memory: str | None = None
     ) -> tuple[tuple[dict[str, Any], list[int]] | None, int, dict[str, Any]]:
         """The compiler on the payload's source: (the failure's reply, or None), the binary's sealed
         memfd and the compile's facts."""
         child = self._standard_fds(fds)
         binary = _binaries.new_memfd()
         child[_runner.FILES_FD] = binary
-        member = self._start(
-            lambda: self.server.fork("compile", self.server.plan(self.limits, "compile"), child)
-        )
+        plan = self.server.plan(self.limits, "compile", memory=memory)
+        member = self._start(lambda: self.server.fork("compile", plan, child))
         header, outputs = self._finish([member], "compile")
         facts = header["members"]["compile"]
         size = os.fstat(binary).st_size

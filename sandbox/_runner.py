@@ -32,7 +32,7 @@ import signal
 import sys
 from typing import Any, NoReturn
 
-from evalfarm.sandbox import _landlock, _linux, _payload, _rootfs, _seccomp
+from evalfarm.sandbox import _landlock, _linux, _payload, _rootfs, _seccomp, languages
 from evalfarm.sandbox.verdict import SETUP_FAILED_EXIT
 
 RESULT_FD = 3
@@ -47,7 +47,7 @@ STACK_BYTES = 8 << 20  # numpy's threads fail to start when the stack cap is as 
 # A run's whole environment: nothing of the worker's variables reaches it. The fork server is
 # started with exactly this environment, so a run inherits it without paying to rebuild it.
 RUN_ENVIRONMENT = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "PATH": languages.RUN_PATH,
     "HOME": "/tmp",
     "TMPDIR": "/tmp",
     "LANG": "C.UTF-8",
@@ -194,13 +194,17 @@ def _compile(header: dict[str, Any], source: bytes, headers: dict[str, bytes]) -
     for fd in (RESULT_FD, FILES_FD):
         os.set_inheritable(fd, False)
     _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
-    argv = spec["argv"]
-    try:
-        pid = os.posix_spawn(argv[0], argv, os.environ)
-    except OSError as error:
-        _report({"setup_error": f"cannot start the compiler {argv[0]}: {error.strerror}"})
-        os._exit(SETUP_FAILED_EXIT)
-    _, status = os.waitpid(pid, 0)
+    environment = {**os.environ, **spec.get("environment", {})}
+    status = 0
+    for argv in spec["commands"]:  # one after another; the first that fails ends the compile
+        try:
+            pid = os.posix_spawn(argv[0], argv, environment)
+        except OSError as error:
+            _report({"setup_error": f"cannot start the compiler {argv[0]}: {error.strerror}"})
+            os._exit(SETUP_FAILED_EXIT)
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            break
     written = _copy_binary(spec["binary_path"]) if status == 0 else 0
     _report({"started": True, "compiler_exit": os.waitstatus_to_exitcode(status), "binary_bytes": written})
     os._exit(0 if written else 1)

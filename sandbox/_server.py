@@ -42,6 +42,7 @@ from evalfarm.sandbox import (
     _runner,
     _seccomp,
     bridge,  # noqa: F401 - preloaded: runs that call or judge use it
+    languages,
 )
 from evalfarm.sandbox._run import JudgeHost, Run
 from evalfarm.sandbox._supervise import Member
@@ -66,7 +67,8 @@ class Server:
         self.sink = -1  # /dev/null, where output past a dropping cap goes
         self.cgroups: _cgroups.SlotCgroups | None = None
         self.seccomp_code = b""  # the filter's bytes, for the launcher's command line
-        self.native_arguments: dict[tuple[str, int], list[str]] = {}  # (limits, cgroup files) -> argv
+        self.native_arguments: dict[tuple[str, ...], list[str]] = {}  # (limits, ...) -> argv
+        self.runtimes: dict[str, int] = {}  # a runtime's path -> its executable's descriptor
         # A run's environment, as a plain dict: os.environ is re-encoded on every use.
         self.environment = dict(os.environ)
         cache = config.get("binary_cache") or {}
@@ -92,6 +94,7 @@ class Server:
         self._setup_cgroups()
         launcher = self.config.get("launcher")
         files = {_native.LAUNCHER: launcher} if launcher else {}
+        files.update({path: path for path in languages.system_paths()})  # a runtime's configuration
         moved = _rootfs.build(
             self.config["python_dirs"], self.user_namespace, files, self.config.get("site_dirs")
         )
@@ -226,11 +229,18 @@ class Server:
         if not self.config.get("launcher"):
             return self._no_launcher(), []
         native = request["native"]
-        binary_fd, compiled, failed = self._binary(native, fds["payload"])
+        binary_fd, compiled, failed = self._binary(native, fds)
         if failed is not None:
             return failed
-        header, outputs = Run(self, request["limits"]).native(binary_fd, native["argv"], fds)
-        header["compile"] = compiled
+        try:
+            executable = self._runtime(native["runtime"]) if native.get("runtime") else binary_fd
+        except OSError as error:
+            return {"unavailable": f"the runtime {native['runtime']}: {error.strerror}"}, []
+        header, outputs = Run(self, request["limits"]).native(
+            executable, native["argv"], fds, native, binary_fd
+        )
+        if native.get("compile") is not None:
+            header["compile"] = compiled
         return header, outputs
 
     def _interactive(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
@@ -244,7 +254,7 @@ class Server:
                 continue
             if not self.config.get("launcher"):
                 return self._no_launcher(), []
-            binaries[role], compiled[role], failed = self._binary(native, fds[payload])
+            binaries[role], compiled[role], failed = self._binary(native, {"payload": fds[payload]})
             if failed is not None:
                 failed[0]["compile_failed_role"] = role
                 return failed
@@ -254,27 +264,47 @@ class Server:
         return header, outputs
 
     def _binary(
-        self, native: dict[str, Any], payload: int
+        self, native: dict[str, Any], fds: dict[str, int]
     ) -> tuple[int, dict[str, Any], tuple[dict[str, Any], list[int]] | None]:
-        """The binary of a native program: held, or compiled now from its payload's source (and then
-        held); the compile's facts; the failed compile's reply, if it failed."""
+        """The build of a native program: held, or compiled now from its payload's source (and then
+        held); for a language with no compile, its source (`fds["source"]`) sealed and held as it is;
+        the compile's facts; the failed compile's reply, if it failed."""
         binary_fd = self.binaries.get(native["key"])
         compiled: dict[str, Any] = {"status": "ok", "cached": binary_fd is not None, "wall_s": 0.0}
-        if binary_fd is None:
-            failed, binary_fd, facts = Run(self, native["compile"]["limits"]).compile({"payload": payload})
+        if binary_fd is None and native.get("compile") is None:
+            size = os.fstat(fds["source"]).st_size
+            binary_fd = _binaries.keep(fds["source"], size)
+            self.binaries.put(native["key"], binary_fd, size)
+        elif binary_fd is None:
+            run = Run(self, native["compile"]["limits"])
+            failed, binary_fd, facts = run.compile(
+                {"payload": fds["payload"]}, native["compile"].get("memory")
+            )
             if failed is not None:
                 return -1, compiled, failed
             compiled.update(wall_s=facts["wall_s"], binary_bytes=facts["binary_bytes"])
             self.binaries.put(native["key"], binary_fd, facts["binary_bytes"])
         return binary_fd, compiled, None
 
+    def _runtime(self, path: str) -> int:
+        """A descriptor of a runtime's executable (the JVM, node, pypy3), opened once per server."""
+        fd = self.runtimes.get(path)
+        if fd is None:
+            fd = self.runtimes[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return fd
+
     def _no_launcher(self) -> dict[str, Any]:
         return {"unavailable": f"native runs are off ({self.config.get('launcher_error') or 'no launcher'})"}
 
     # -- what runs need ---------------------------------------------------------------------
 
-    def plan(self, limits: dict[str, Any], mode: str, cgroup: bool = True) -> dict[str, Any]:
-        """What a forked run's child needs to put up its walls (`sandbox._runner`)."""
+    def plan(
+        self, limits: dict[str, Any], mode: str, cgroup: bool = True, memory: str | None = None
+    ) -> dict[str, Any]:
+        """What a forked run's child needs to put up its walls (`sandbox._runner`); `memory`
+        "cgroup": no address-space cap where the slot's cgroup caps the run (a compiler that is a
+        runtime reserving address space: javac, go)."""
+        uncapped = memory == "cgroup" and self.cgroups is not None and cgroup
         return {
             "mode": mode,
             "uid": self.uid,
@@ -282,7 +312,9 @@ class Server:
             "limits": limits,
             "landlock_abi": self.landlock_abi,
             "seccomp_filter": self.seccomp_filter,
-            "address_space_bytes": self.baseline_address_space + (limits["memory_mb"] << 20),
+            "address_space_bytes": -1
+            if uncapped
+            else self.baseline_address_space + (limits["memory_mb"] << 20),
             "max_fd": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
             "cgroup_fds": self.cgroups.procs_fds if self.cgroups and cgroup else [],
         }
@@ -319,15 +351,19 @@ class Server:
         attached: tuple[int, ...] = (),
         role: str = "candidate",
         cgroup: bool = True,
+        language: dict[str, Any] | None = None,
+        stage_fd: int | None = None,
     ) -> Member:
-        """A compiled program's process, through the launcher (a vfork and two small execs, no fork
-        of this interpreter), under the same walls."""
+        """A compiled program's process (or a runtime's, its program staged from `stage_fd`),
+        through the launcher (a vfork and two small execs, no fork of this interpreter), under the
+        same walls."""
         cgroup_fds = self.cgroups.procs_fds if self.cgroups and cgroup else []
-        key = (json.dumps(limits, sort_keys=True), len(cgroup_fds))
+        facts = {name: (language or {}).get(name) for name in ("memory", "threads", "stage")}
+        key = (json.dumps(limits, sort_keys=True), str(len(cgroup_fds)), json.dumps(facts, sort_keys=True))
         launcher_argv = self.native_arguments.get(key)
         if launcher_argv is None:  # a job's tests share limits: built once for them all
             launcher_argv = _native.launcher_argv(
-                limits, self.uid, self.landlock_abi, self.seccomp_code, len(cgroup_fds)
+                limits, self.uid, self.landlock_abi, self.seccomp_code, len(cgroup_fds), facts
             )
             if len(self.native_arguments) >= 8:
                 self.native_arguments.clear()
@@ -335,7 +371,7 @@ class Server:
         return self.start(
             role,
             lambda: _native.spawn(
-                launcher_argv, argv, self.environment, fds, binary_fd, cgroup_fds, attached
+                launcher_argv, argv, self.environment, fds, binary_fd, cgroup_fds, attached, stage_fd
             ),
             native=True,
         )

@@ -151,6 +151,14 @@ class Sandbox:
         layers = "; ".join(f"{k} {v}" for k, v in self.layers.items())
         return f"sandbox slot {self.slot} (layers checked by a probe run): {layers}"
 
+    def offered_languages(self) -> tuple[str, ...]:
+        """The languages this slot runs: those whose tools the machine has, less the runtimes only
+        a cgroup caps where the slot has none (sandbox.languages.offered)."""
+        self.start()
+        native = self.layers.get("native", "").startswith("on")
+        offered = languages.offered(cgroups=self.layers.get("cgroups", "").startswith("on"))
+        return tuple(name for name in offered if name == "python" or native)
+
     def start(self) -> None:
         """Start the base server (unless `launch` did) and wait until it reports its isolation layers."""
         if not self._base.layers:
@@ -195,6 +203,7 @@ class Sandbox:
         limits = limits or Limits()
         code_bytes = code.encode() if isinstance(code, str) else code
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
+        language = languages.canonical(language)
         if language != "python":
             try:
                 request = self._native_request(language, code_bytes, stdin_bytes, limits, judge, headers)

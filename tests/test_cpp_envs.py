@@ -165,7 +165,7 @@ def test_the_program_env_runs_cpp_and_reports_its_compile(ctx: Context) -> None:
 @pytest.mark.parametrize(
     ("fields", "error"),
     [
-        ({"language": "rust"}, "language: Input should be 'python' or 'cpp'"),
+        ({"language": "fortran"}, "language: 'fortran' is not a language (one of python, cpp, c, rust"),
         ({"language": "cpp", "files": {"a.txt": ""}}, "files/fetch_files: only a Python program's run"),
     ],
 )

@@ -170,7 +170,7 @@ def test_a_run_killed_from_outside_is_retried_and_a_lost_server_recompiles(sandb
 
 
 def test_no_compiler_is_the_farms_failure_not_the_programs(monkeypatch: pytest.MonkeyPatch) -> None:
-    missing = dataclasses.replace(languages.CPP, compiler="no-such-compiler-g++")
+    missing = dataclasses.replace(languages.CPP, compile=(("no-such-compiler-g++", "{source}"),))
     monkeypatch.setitem(languages.LANGUAGES, "cpp", missing)
     with Sandbox(slot=912) as box:
         result = box.run(ADD, "1 2\n", language="cpp")

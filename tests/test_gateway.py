@@ -266,6 +266,43 @@ def test_verls_own_client_scores_a_cpp_answer(farm: Farm, program: str, expected
         assert metadata[0]["status"] == "compile_error" and "undefined_name" in metadata[0]["compile_stderr"]
 
 
+@pytest.mark.parametrize("language", ["rust", "go", "java", "nodejs"])  # the ones verl's client sends
+def test_verls_own_client_scores_every_language(farm: Farm, language: str) -> None:
+    from test_languages import COMPILED, PROGRAMS
+
+    from evalfarm.sandbox import languages
+
+    own = languages.canonical(language)
+    if own not in languages.installed():
+        pytest.skip(f"no {own} toolchain on this machine")
+    sandbox_fusion = foreign_clients.verl_sandbox_fusion()
+    check = sandbox_fusion.utils.check_correctness
+    for behaviour, expected in (("sum", [True, True, True]), ("wrong", [False, False, True])):
+        results, metadata = check(
+            f"{farm.url}/run_code", ADD, PROGRAMS[own][behaviour], timeout=10, language=language
+        )
+        assert results == expected, (behaviour, metadata)
+    if own in COMPILED:
+        results, metadata = check(
+            f"{farm.url}/run_code", ADD, PROGRAMS[own]["syntax"], timeout=10, language=language
+        )
+        assert results == [-4, -4, -4] and metadata[0]["status"] == "compile_error", metadata
+
+
+@pytest.mark.parametrize("language", ["c", "javascript", "pypy3"])  # SandboxFusion's other names
+def test_run_code_runs_the_other_languages_sandbox_fusion_names(farm: Farm, language: str) -> None:
+    from test_languages import PROGRAMS
+
+    from evalfarm.sandbox import languages
+
+    own = languages.canonical(language)
+    if own not in languages.installed():
+        pytest.skip(f"no {own} toolchain on this machine")
+    body = {"code": PROGRAMS[own]["sum"], "language": language, "stdin": "40 2\n"}
+    answer = requests.post(f"{farm.url}/run_code", json=body, timeout=60).json()
+    assert (answer["status"], answer["run_result"]["stdout"]) == ("Success", "42\n"), answer
+
+
 def test_run_code_compiles_cpp_once_per_slot_not_per_request(farm: Farm) -> None:
     body = {"code": CPP_ADD % "a * b" + "// once per slot\n", "language": "cpp", "compile_timeout": 60}
     answers = [
@@ -311,11 +348,11 @@ def test_run_code_answers_in_sandbox_fusions_shape(farm: Farm) -> None:
         1,
     )
     assert "SyntaxError" in syntax["run_result"]["stderr"]
-    other = requests.post(f"{farm.url}/run_code", json={"code": "x", "language": "go"}, timeout=30)
+    other = requests.post(f"{farm.url}/run_code", json={"code": "x", "language": "php"}, timeout=30)
     assert (
         other.status_code == 200
         and other.json()["status"] == "SandboxError"
-        and "go" in other.json()["message"]
+        and "php" in other.json()["message"]
     )
     unknown = requests.post(f"{farm.url}/run_code", json={"code": "x", "language": "cobol"}, timeout=30)
     assert unknown.status_code == 422 and unknown.json()["detail"][0]["loc"] == ["language"]

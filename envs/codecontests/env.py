@@ -48,13 +48,17 @@ from evalfarm.envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
 from evalfarm.envs.codecontests.judging import ProgramJudge, TestVerdict
 from evalfarm.envs.datasets import DatasetStore, IOPair, Problem
 from evalfarm.envs.trajectory import answer_field
-from evalfarm.envs.validation import validate_job
+from evalfarm.envs.validation import require_language, validate_job
+from evalfarm.sandbox.languages import LANGUAGES
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.status import Status, worst
 
 # Runs after which the remaining tests cannot change the verdict (or the verdict cannot be trusted).
 _STOPPERS = frozenset({Status.SYNTAX_ERROR, Status.INFRA_ERROR, Status.JUDGE_ERROR})
 ERROR_CLIP = 300
+
+
+_INTERPRETED = LANGUAGES["pypy3"]  # what `python` is to the table: nothing to compile
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +100,7 @@ class CodeContestsEnv(Env):
         except (CheckerError, InteractorError) as error:
             raise InvalidJob(f"problem.{error}") from None
         language = request.language
+        require_language(ctx.sandbox, language)
         code = request.code if request.code is not None else extract_code(request.completion or "", language)
         if code is None:
             return _parse_error(problem, language)
@@ -144,8 +149,8 @@ class _Judge:
         self.sandbox, self.code, self.limits, self.language = sandbox, code, limits, language
         self.checker = checker
         self.stop_at_failure = shape == "all_or_nothing"  # the reward is 0 already: save the CPU
-        # A compiled program's compile, as its first run reported it (None for Python).
-        self.compile: dict[str, Any] | None = None if language == "python" else {}
+        # A compiled program's compile, as its first run reported it (None for Python, Node.js, PyPy).
+        self.compile: dict[str, Any] | None = {} if LANGUAGES.get(language, _INTERPRETED).compiled else None
         self.program_judge = (
             ProgramJudge(checker, sandbox, problem.checker_wall_s)
             if isinstance(checker, ProgramChecker)

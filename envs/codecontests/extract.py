@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+from evalfarm.sandbox.languages import LANGUAGES
+
 # Info strings that mark a Python block; an untagged fence counts too (models often omit the tag).
 PYTHON_TAGS = frozenset({"", "python", "py", "python3", "py3"})
-# A C++ block must say so: an untagged block in a C++ answer is as often a sample input or output.
-CPP_TAGS = frozenset({"cpp", "c++", "cc", "cxx"})
-TAGS = {"python": PYTHON_TAGS, "cpp": CPP_TAGS}
-LANGUAGE_NAMES = {"python": "Python", "cpp": "C++"}  # as messages name them
+# Every other language's block must say so (sandbox.languages: its `fences`): an untagged block in
+# a C++ answer is as often a sample input or output. PyPy reads Python's blocks.
+TAGS = {
+    "python": PYTHON_TAGS,
+    **{name: frozenset(language.fences) for name, language in LANGUAGES.items()},
+    "pypy3": PYTHON_TAGS | frozenset(LANGUAGES["pypy3"].fences),
+}
+CPP_TAGS = TAGS["cpp"]
+LANGUAGE_NAMES = {"python": "Python", **{name: language.title for name, language in LANGUAGES.items()}}
 FENCE = "```"
 
 
 def extract_code(text: str, language: str = "python") -> str | None:
     """The body of the first fenced block of `language`; None when there is none.
 
-    Python: a block tagged python/py (or untagged). C++: a block tagged cpp, c++, cc or cxx.
+    Python (and PyPy): a block tagged python/py (or untagged). Another language: a block tagged with
+    one of its fence tags (C++: cpp, c++, cc or cxx; C: c; JavaScript: javascript or js; ...).
 
     A fence is a line whose first non-blank characters are three backticks; the rest of that line is
     its tag (case-insensitive; only its first word counts, so "python title=x" is Python). Blocks in

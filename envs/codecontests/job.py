@@ -8,13 +8,12 @@ from pydantic import Field
 
 from evalfarm.envs.base import InvalidJob
 from evalfarm.envs.datasets import Problem
-from evalfarm.envs.validation import JobModel
+from evalfarm.envs.validation import JobModel, Language
 
 MAX_CODE_CHARS = 256 << 10  # `code`, and the program extracted from a completion
 MAX_COMPLETION_CHARS = 1 << 20  # raw model output, prose included
 
 RewardShape = Literal["all_or_nothing", "fraction_passed"]
-Language = Literal["python", "cpp"]  # sandbox.languages.NAMES
 
 
 class CodeContestsJob(JobModel):

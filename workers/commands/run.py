@@ -1,4 +1,7 @@
-"""`evalfarm run PROGRAM.py|PROGRAM.cpp`: run one program in the sandbox, no queue, and print its result."""
+"""`evalfarm run PROGRAM`: run one program in the sandbox, no queue, and print its result.
+
+Its language comes from its suffix (`.py`, `.cpp`, `.c`, `.rs`, `.go`, `.java`, `.js`: the toolchain
+table's, `sandbox/languages.py`) unless `--language` says (`pypy3` has no suffix of its own)."""
 
 from __future__ import annotations
 
@@ -19,17 +22,17 @@ LIMIT_FLAGS = {
     "compile_wall_s": float,
     "compile_memory_mb": int,
 }
-# A program's language by its file's suffix, unless --language says.
-SUFFIXES = {".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c++": "cpp"}
+# The languages `--language` takes (sandbox.languages.NAMES, without importing the sandbox here).
+LANGUAGES = ("python", "cpp", "c", "rust", "go", "java", "nodejs", "pypy3", "javascript")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `run` subcommand."""
     parser = subparsers.add_parser("run", help="run one program in the sandbox and print its result as JSON")
-    parser.add_argument("program", type=Path, help="the program to run (Python; C++ when it ends in .cpp)")
+    parser.add_argument("program", type=Path, help="the program to run (its language by its suffix)")
     parser.add_argument("--stdin", type=Path, help="a file to feed on standard input")
     parser.add_argument(
-        "--language", choices=("python", "cpp"), help="the program's language (default: by its suffix)"
+        "--language", choices=LANGUAGES, help="the program's language (default: by its suffix)"
     )
     add_limit_flags(parser)
     parser.set_defaults(func=run)
@@ -68,13 +71,16 @@ def read_text(path: Path, what: str) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the program and print the `program` result; exit 0 iff the status is ok."""
     from evalfarm.envs import Context, score_job
+    from evalfarm.sandbox.languages import LANGUAGES as TABLE
+
+    suffixes = {suffix: name for name, language in TABLE.items() for suffix in language.suffixes}
 
     job = {
         "id": args.program.name,
         "env": "program",
         "code": read_text(args.program, "program"),
         "stdin": read_text(args.stdin, "stdin file") if args.stdin else "",
-        "language": args.language or SUFFIXES.get(args.program.suffix.lower(), "python"),
+        "language": args.language or suffixes.get(args.program.suffix.lower(), "python"),
         "limits": limit_overrides(args),
     }
     ctx = Context()
