@@ -16,7 +16,7 @@ from typing import Any
 
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
-from evalfarm.broker.client import farm_status, progress_bar, unreachable
+from evalfarm.broker.client import farm_status, language_key, progress_bar, unreachable
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
@@ -144,9 +144,10 @@ class AsyncFarm:
             await self._redis.ping()
             keys = [key async for key in self._redis.scan_iter(match=NODE_KEY_PREFIX + "*", count=1000)]
             values = await self._redis.mget(keys) if keys else []
+            languages = await self._redis.mget([language_key(key) for key in keys]) if keys else []
         except Exception as error:  # unreachable: that is the answer
             return unreachable(error)
-        return farm_status(values)
+        return farm_status(values, languages)
 
     def known_processes(self) -> int | None:
         """The farm's pool size if known without asking Redis (given, or read less than 30 s ago)."""

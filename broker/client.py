@@ -15,7 +15,7 @@ from typing import Any
 
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
-from evalfarm.broker.keys import NODE_KEY_PREFIX
+from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, from_worker, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
@@ -150,20 +150,39 @@ class Farm:
             self._redis.ping()
             keys = list(self._redis.scan_iter(match=NODE_KEY_PREFIX + "*", count=1000))
             values = self._redis.mget(keys) if keys else []
+            languages = self._redis.mget([language_key(key) for key in keys]) if keys else []
         except Exception as error:  # unreachable: that is the answer
             return unreachable(error)
-        return farm_status(values)
+        return farm_status(values, languages)
 
 
-def farm_status(node_values: list[Any]) -> dict[str, Any]:
-    """The status of a farm whose Redis answered, from its live nodes' advertised pool sizes."""
+def language_key(node_key: Any) -> str:
+    """The key where the node of `node_key` advertises its languages."""
+    text = node_key.decode() if isinstance(node_key, bytes) else str(node_key)
+    return LANGUAGES_KEY_PREFIX + text.removeprefix(NODE_KEY_PREFIX)
+
+
+def farm_status(node_values: list[Any], language_values: list[Any] | None = None) -> dict[str, Any]:
+    """The status of a farm whose Redis answered, from its live nodes' advertised pool sizes and
+    languages (`languages`: those some live node runs)."""
     sizes = [int(v) for v in node_values if v is not None]
-    return {"redis": True, "nodes": sum(1 for n in sizes if n), "processes": sum(sizes)}
+    offered: set[str] = set()
+    for value in language_values or ():
+        if value:
+            offered.update((value.decode() if isinstance(value, bytes) else value).split(","))
+    status = {"redis": True, "nodes": sum(1 for n in sizes if n), "processes": sum(sizes)}
+    return {**status, "languages": sorted(offered)}
 
 
 def unreachable(error: Exception) -> dict[str, Any]:
     """The status of a farm whose Redis did not answer."""
-    return {"redis": False, "error": f"{type(error).__name__}: {error}", "nodes": 0, "processes": 0}
+    return {
+        "redis": False,
+        "error": f"{type(error).__name__}: {error}",
+        "nodes": 0,
+        "processes": 0,
+        "languages": [],
+    }
 
 
 def forget(client: Any, reply_key: str) -> None:

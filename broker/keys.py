@@ -11,6 +11,7 @@ PRIORITY_STEPS = list(range(10))
 UNACKED_KEY = "unacked"
 
 NODE_KEY_PREFIX = "evalfarm:node:"  # + holder: a live node incarnation's pool size, with a short TTL
+LANGUAGES_KEY_PREFIX = "evalfarm:languages:"  # + holder: the languages it runs, comma-separated, same TTL
 METRICS_KEY_PREFIX = "evalfarm:metrics:"  # + holder: where that node serves /metrics, same TTL
 HELD_PREFIX = "evalfarm:held:"  # + holder: delivery tags of the messages that node holds
 HOLDERS_KEY = "evalfarm:holders"  # every holder that may still have a held set

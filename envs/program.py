@@ -31,11 +31,18 @@ MAX_FILES_CHARS = 32 << 20  # base64 text of all input files together
 
 
 def relative_path(path: str) -> str:
-    """`path` if it names a file inside the working directory; ValueError otherwise."""
+    """`path` if it names a file inside the working directory, or under /mnt (SandboxFusion's
+    programs write there: a run's /mnt is its own, inside its /tmp); ValueError otherwise."""
     normal = posixpath.normpath(path)
-    if not path or "\0" in path or path.startswith("/") or normal == "." or normal.split("/")[0] == "..":
-        raise ValueError(f"{path!r} is not a relative path inside the working directory")
+    inside = normal.removeprefix("/mnt/") if normal.startswith("/mnt/") else normal
+    if not path or "\0" in path or inside.startswith("/") or inside == "." or inside.split("/")[0] == "..":
+        raise ValueError(f"{path!r} is not a relative path inside the working directory, nor one under /mnt")
     return normal
+
+
+def in_run(path: str) -> str:
+    """Where a job's path is in the run's /tmp (`/mnt/x` -> `.mnt/x`)."""
+    return ".mnt/" + path.removeprefix("/mnt/") if path.startswith("/mnt/") else path
 
 
 class ProgramJob(JobModel):
@@ -83,14 +90,15 @@ class ProgramEnv(Env):
         require_language(ctx.sandbox, request.language)
         if request.language != "python" and (request.files or request.fetch_files):
             raise InvalidJob("files/fetch_files: only a Python program's run takes files")
-        files = {path: content or "" for path, content in request.files.items()}
+        files = {in_run(path): content or "" for path, content in request.files.items()}
+        fetch = {in_run(path): path for path in request.fetch_files}
         run = ctx.sandbox.run(
-            request.code, request.stdin, limits, files=files or None, fetch=request.fetch_files,
+            request.code, request.stdin, limits, files=files or None, fetch=list(fetch) or None,
             language=request.language,
         )  # fmt: skip
         result = {"status": run.status.value, "reward": None, "error": run.error, **run.to_fields()}
         if request.fetch_files:
-            result["files"] = run.files or {}
+            result["files"] = {fetch.get(path, path): content for path, content in (run.files or {}).items()}
         if run.compile is not None:
             result["compile"] = {key: run.compile[key] for key in ("status", "wall_s", "cached")}
         return result

@@ -34,6 +34,19 @@ class SlotCgroups:
         self._cpu_usage = os.open(f"{cpu_dir}/{usage}", os.O_RDONLY | os.O_CLOEXEC) if cpu_dir else None
         if version == 2:
             _write_if_present(f"{memory_dir}/memory.swap.max", "0")
+        # The run's peak memory, reset before each run: v1's max_usage_in_bytes, v2's memory.peak
+        # (resettable through its descriptor since Linux 6.12; None where it cannot be reset).
+        # Both start from what the slot's cgroup already holds (page cache charged by earlier runs),
+        # read as the run starts and subtracted.
+        peak_name, usage_name = {1: ("memory.max_usage_in_bytes", "memory.usage_in_bytes"),
+                                 2: ("memory.peak", "memory.current")}[version]  # fmt: skip
+        try:
+            self._peak: int | None = os.open(f"{memory_dir}/{peak_name}", os.O_RDWR | os.O_CLOEXEC)
+            self._usage = os.open(f"{memory_dir}/{usage_name}", os.O_RDONLY | os.O_CLOEXEC)
+            os.pwrite(self._peak, b"0" if version == 1 else b"reset", 0)
+        except OSError:
+            self._peak = None
+        self._usage_before = 0
         self._limits: tuple[int, int] | None = None
         self._oom_kills = 0
         self._cpu_before = 0
@@ -47,6 +60,16 @@ class SlotCgroups:
             self._limits = limits
         self._oom_kills = self._read_oom_kills()
         self._cpu_before = self._read_cpu_ns()
+        if self._peak is not None:
+            os.pwrite(self._peak, b"0" if self.version == 1 else b"reset", 0)
+            self._usage_before = int(os.pread(self._usage, 64, 0))
+
+    def peak_mb(self) -> float | None:
+        """The most memory the run added to the slot's cgroup at once since `prepare`, in MB (its
+        pages, its /tmp files, the kernel's pages for it); None where the peak cannot be reset."""
+        if self._peak is None:
+            return None
+        return max(0, int(os.pread(self._peak, 64, 0)) - self._usage_before) / (1 << 20)
 
     def cpu_s(self) -> float | None:
         """CPU seconds the slot's processes used since `prepare` (None: not accounted here)."""

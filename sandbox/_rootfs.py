@@ -19,6 +19,10 @@ HOST_PROC = "/.hostproc"  # user-namespace mode only: see `build`
 # below them (a virtualenv in /tmp, say) are bound under this directory instead.
 COVERED = ("/proc", "/tmp")
 RELOCATED = "/.python"
+# SandboxFusion's programs may write /mnt/<file> and ask for it back: /mnt is a link into the run's
+# own /tmp (each Python run creates the directory), so it is private to the run like /tmp.
+MNT = "/mnt"
+MNT_TARGET = "/tmp/.mnt"
 
 _SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/nsswitch.conf")
@@ -77,8 +81,7 @@ def build(
     for target, source in (files or {}).items():
         _bind(root, source, target=target)
     _make_dev(root)
-    for directory in ("proc", "tmp"):
-        os.makedirs(f"{root}/{directory}", mode=0o755, exist_ok=True)
+    _make_run_dirs(root)
     if keep_host_proc:
         os.makedirs(root + HOST_PROC)
         _linux.mount("/proc", root + HOST_PROC, None, _linux.MS_BIND | _linux.MS_REC)
@@ -170,6 +173,14 @@ def _bind(root: str, source: str, target: str | None = None) -> None:
         if kept & statvfs_flag:
             flags |= mount_flag
     _linux.mount("none", destination, None, flags)
+
+
+def _make_run_dirs(root: str) -> None:
+    """Where each run mounts its /proc and /tmp, and /mnt, a link into the run's /tmp."""
+    for directory in ("proc", "tmp"):
+        os.makedirs(f"{root}/{directory}", mode=0o755, exist_ok=True)
+    if not os.path.lexists(f"{root}{MNT}"):
+        os.symlink(MNT_TARGET, f"{root}{MNT}")
 
 
 def _make_dev(root: str) -> None:

@@ -353,6 +353,8 @@ class Run:
                 facts[member.role]["oom_killed"] = oom_killed
                 if cgroup_cpu_s is not None:  # its children's CPU too, reaped or not
                     facts[member.role]["cpu_s"] = max(facts[member.role]["cpu_s"], cgroup_cpu_s)
+                if member.native and cgroups:  # its rusage is the server's (a vfork): the cgroup's peak
+                    facts[member.role]["max_rss_mb"] = cgroups.peak_mb()
         if host is not None:
             facts[host.role] = dict(host.facts(), ended_by=stopped_for or host.ended_by)
         truncated = {capture.name: capture.truncated for capture in self.captures}

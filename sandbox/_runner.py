@@ -239,6 +239,7 @@ def _program(plan: dict[str, Any], header: dict[str, Any], blobs: list[bytes]) -
         _report({"syntax_error": True})
         _exit(1)
     try:
+        os.mkdir(_rootfs.MNT_TARGET)  # where /mnt leads (sandbox._rootfs)
         if header.get("files"):
             _write_files(json.loads(blobs[-1]))
     except OSError as error:
@@ -298,7 +299,8 @@ def _serve_forever(namespace: dict[str, Any], max_request_bytes: int) -> NoRetur
 
 
 def _write_files(files: dict[str, Any]) -> None:
-    """The job's input files, into /tmp (the run's own tmpfs, within its limits), as the program."""
+    """The job's input files, into /tmp (the run's own tmpfs, within its limits), as the program;
+    a path may start with `.mnt/` (what /mnt/ leads to)."""
     import base64
 
     for path, content in files.items():

@@ -28,7 +28,7 @@ class RunResult:
     stderr_truncated: bool = False
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    max_rss_mb: float | None = 0.0  # None: not measured (a native run)
+    max_rss_mb: float | None = 0.0  # None: not measured (a native run on a slot without cgroups)
     reply: bytes | None = None
     error: str | None = None
     infra_reason: str | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -339,6 +340,13 @@ def test_run_code_answers_in_sandbox_fusions_shape(farm: Farm) -> None:
         resp["run_result"]["return_code"],
         resp["run_result"]["stdout"],
     ) == ("Finished", 0, "olleh\n")
+    # SandboxFusion's programs write /mnt/<file> too: a run's /mnt is its own, inside its /tmp
+    mnt = {"code": "open('/mnt/b', 'w').write('sauce')", "language": "python", "fetch_files": ["/mnt/b"]}
+    resp = requests.post(f"{farm.url}/run_code", json=mnt, timeout=30).json()
+    assert (resp["status"], resp["files"]) == ("Success", {"/mnt/b": base64.b64encode(b"sauce").decode()})
+    outside = {"code": "pass", "language": "python", "fetch_files": ["/etc/passwd"]}
+    refused = requests.post(f"{farm.url}/run_code", json=outside, timeout=30)
+    assert "/etc/passwd" in refused.text and "is not a relative path" in refused.text
     syntax = requests.post(
         f"{farm.url}/run_code", json={"code": "def f(:", "language": "python"}, timeout=30
     ).json()
@@ -473,6 +481,9 @@ def test_a_request_posted_again_while_it_is_scored_is_not_scored_twice(farm: Far
 def test_health_and_metrics(farm: Farm) -> None:
     health = requests.get(f"{farm.url}/v1/health", timeout=5)
     assert health.status_code == 200 and health.json()["nodes"] == 1 and health.json()["processes"] == 2
+    from evalfarm.sandbox import languages
+
+    assert health.json()["languages"] == sorted(languages.offered(cgroups=os.geteuid() == 0))  # advertised
     requests.post(f"{farm.url}/v1/score", data=b"{", timeout=5)
     text = requests.get(f"{farm.url}/metrics", timeout=5).text
     assert 'evalfarm_gateway_requests_total{code="400",route="/v1/score"}' in text

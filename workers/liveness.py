@@ -29,7 +29,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evalfarm.broker.keys import HOLDERS_KEY, METRICS_KEY_PREFIX, NODE_KEY_PREFIX, held_key
+from evalfarm.broker.keys import (
+    HOLDERS_KEY,
+    LANGUAGES_KEY_PREFIX,
+    METRICS_KEY_PREFIX,
+    NODE_KEY_PREFIX,
+    held_key,
+)
 from evalfarm.broker.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
@@ -47,9 +53,11 @@ class NodeLiveness:
         on_restored: Callable[[int], None] | None = None,
         working: Callable[[], set[str]] | None = None,
         metrics_url: str | None = None,
+        languages: tuple[str, ...] = (),
     ) -> None:
         """`working()`: the delivery tags of the messages the node has reserved or is running;
-        `metrics_url`: where the node serves /metrics, advertised with its heartbeat."""
+        `metrics_url`: where the node serves /metrics, and `languages`: the languages its sandboxes
+        run, both advertised with its heartbeat."""
         self._app = app
         self.holder = holder
         self._value = str(concurrency)
@@ -58,6 +66,7 @@ class NodeLiveness:
         self._on_restored = on_restored
         self._working = working
         self._metrics_url = metrics_url
+        self._languages = ",".join(languages)
         self._suspects: set[str] = set()  # held but not worked on at the last beat
         self._connection: Any = None
         self._trusted_since: float | None = None  # good beats without a break since then
@@ -86,7 +95,11 @@ class NodeLiveness:
         self._thread.join(timeout=self._interval + 5)
         try:
             client = self._client()
-            client.delete(NODE_KEY_PREFIX + self.holder, METRICS_KEY_PREFIX + self.holder)
+            client.delete(
+                NODE_KEY_PREFIX + self.holder,
+                METRICS_KEY_PREFIX + self.holder,
+                LANGUAGES_KEY_PREFIX + self.holder,
+            )
             if not client.exists(held_key(self.holder)):  # a warm shutdown gave everything back
                 client.srem(HOLDERS_KEY, self.holder)
         except Exception as error:  # the key expires anyway, and a held set is restored by others
@@ -117,6 +130,8 @@ class NodeLiveness:
             pipe.set(NODE_KEY_PREFIX + self.holder, value or self._value, px=int(self._dead_after * 1000))
             if self._metrics_url:
                 pipe.set(METRICS_KEY_PREFIX + self.holder, self._metrics_url, px=int(self._dead_after * 1000))
+            if self._languages:
+                pipe.set(LANGUAGES_KEY_PREFIX + self.holder, self._languages, px=int(self._dead_after * 1000))
             pipe.sadd(HOLDERS_KEY, self.holder)
             pipe.execute()
 

@@ -84,6 +84,7 @@ def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", q
         _restored_counter(metrics_url),
         working=_working_tags,
         metrics_url=metrics_url,
+        languages=_offered_languages(),
     )
     liveness.register()
     _connect_signals(app, plan, process, liveness)
@@ -186,3 +187,11 @@ def _child_index() -> int:
     from billiard.process import current_process
 
     return int(getattr(current_process(), "index", 0) or 0)
+
+
+def _offered_languages() -> tuple[str, ...]:
+    """The languages this node's sandboxes run (sandbox.languages.offered): the runtimes that need a
+    cgroup only as root, where each slot has one."""
+    from evalfarm.sandbox import languages
+
+    return languages.offered(cgroups=os.geteuid() == 0)
