@@ -20,7 +20,7 @@ HOST_PROC = "/.hostproc"  # user-namespace mode only: see `build`
 COVERED = ("/proc", "/tmp")
 RELOCATED = "/.python"
 # SandboxFusion's programs may write /mnt/<file> and ask for it back: /mnt is a link into the run's
-# own /tmp (each Python run creates the directory), so it is private to the run like /tmp.
+# own /tmp (a Python run asked to fetch a /mnt file creates the directory), private like /tmp.
 MNT = "/mnt"
 MNT_TARGET = "/tmp/.mnt"
 

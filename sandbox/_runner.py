@@ -60,6 +60,7 @@ RUN_ENVIRONMENT = {
 
 
 FETCH_MAX_BYTES = 8 << 20  # the files a run's result brings back, in all
+MNT_DIR = ".mnt/"  # a job's /mnt/<path>, relative to /tmp (sandbox._rootfs.MNT_TARGET)
 
 
 def child_main(plan: dict[str, Any], fds: dict[int, int]) -> NoReturn:
@@ -239,7 +240,8 @@ def _program(plan: dict[str, Any], header: dict[str, Any], blobs: list[bytes]) -
         _report({"syntax_error": True})
         _exit(1)
     try:
-        os.mkdir(_rootfs.MNT_TARGET)  # where /mnt leads (sandbox._rootfs)
+        if any(path.startswith(MNT_DIR) for path in header.get("fetch") or ()):
+            os.mkdir(_rootfs.MNT_TARGET)  # where /mnt leads (sandbox._rootfs), when asked for
         if header.get("files"):
             _write_files(json.loads(blobs[-1]))
     except OSError as error:
