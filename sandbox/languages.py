@@ -146,6 +146,7 @@ _TABLE = (
         compile=(_JAVAC, _JAR),
         runtime="java",
         run=(
+            "-ea",  # assertions on, as SandboxFusion and MultiPL-E's Java tests expect
             "-Xmx{heap_mb}m",
             "-Xss64m",
             *_JVM,
