@@ -365,3 +365,70 @@ def test_every_language_through_evalfarm_score(tmp_path: Any) -> None:
     assert [(r["id"], r["status"], r["reward"]) for r in results] == [
         (job["id"], *EXPECTED[job["id"].rsplit("-", 1)[1]]) for job in jobs
     ]
+
+
+PRINT_ENVIRONMENT = {
+    "c": "#include <stdio.h>\nextern char **environ;\nint main(){for(char**e=environ;*e;e++)puts(*e);}\n",
+    "cpp": "#include <cstdio>\nextern char **environ;\nint main(){for(char**e=environ;*e;e++)std::puts(*e);}\n",
+    "rust": 'fn main(){for (k,v) in std::env::vars(){println!("{}={}",k,v);}}\n',
+    "go": 'package main\nimport ("fmt";"os")\nfunc main(){for _,e:=range os.Environ(){fmt.Println(e)}}\n',
+    "java": 'public class Main{public static void main(String[] x){System.getenv().forEach((k,v)->System.out.println(k+"="+v));}}\n',
+    "nodejs": "for (const [k,v] of Object.entries(process.env)) console.log(k+'='+v);\n",
+    "pypy3": "import os\nfor k, v in os.environ.items():\n    print(k + '=' + v)\n",
+}
+
+
+@pytest.mark.parametrize("language", PER_LANGUAGE)
+def test_a_program_sees_none_of_the_workers_environment(
+    language: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALFARM_TEST_SECRET", "s3cret-of-the-worker")
+    context = Context(slot=936)  # a sandbox started with the secret in its environment
+    try:
+        result = program(context, language, PRINT_ENVIRONMENT[language])
+    finally:
+        context.close()
+    assert result["status"] == "ok" and "PATH=" in result["stdout"], result
+    assert "s3cret" not in result["stdout"] and "EVALFARM" not in result["stdout"]
+
+
+TAMPER = {
+    "c": '#include <stdio.h>\n#include <fcntl.h>\nint main(){int a,b;scanf("%d %d",&a,&b);int f=open("/proc/self/exe",O_WRONLY);'
+    'printf("%d\\n",a+b);if(f>=0)puts("ESCAPED");}\n',
+    "rust": "use std::io::Read;\nfn main(){let mut s=String::new();std::io::stdin().read_to_string(&mut s).unwrap();"
+    'let v:Vec<i64>=s.split_whitespace().map(|x|x.parse().unwrap()).collect();println!("{}",v[0]+v[1]);'
+    'if std::fs::OpenOptions::new().write(true).open("/proc/self/exe").is_ok(){println!("ESCAPED");}}\n',
+    "go": 'package main\nimport ("fmt";"os")\nfunc main(){var a,b int\nfmt.Scan(&a,&b)\nfmt.Println(a+b)\n'
+    'if f,e:=os.OpenFile("/proc/self/exe",os.O_WRONLY,0);e==nil{f.Write([]byte("x"));fmt.Println("ESCAPED")}}\n',
+    "java": "import java.util.*;\npublic class Main{public static void main(String[] x)throws Exception{Scanner s=new Scanner(System.in);"
+    "long a=s.nextLong(),b=s.nextLong();System.out.println(a+b);try{java.nio.file.Files.writeString(java.nio.file.Path.of("
+    '"/tmp/main.jar"),"x");}catch(Exception e){}}}\n',
+}
+
+
+@pytest.mark.parametrize("language", [pytest.param(name, marks=needs(name)) for name in TAMPER])
+def test_a_program_cannot_change_the_build_the_next_test_runs(ctx: Context, language: str) -> None:
+    """Every test of a job runs the same sealed build: what a test does to its own copy is gone."""
+    result = contest(ctx, language, TAMPER[language], reward_shape="fraction_passed")
+    assert (result["status"], result["reward"], result["passed"]) == ("ok", 1.0, 8), result
+
+
+COMPILE_BOMBS = {
+    "rust": "macro_rules! b{($($t:tt)*)=>{b!($($t)* $($t)*)}}\nfn main(){b!(x);}\n",
+    "go": "package main\nvar big [1 << 34]byte\nfunc main(){big[0]=1}\n",
+    # javac folds a constant string doubled 16 times (within the job's code cap)
+    "java": 'public class Main{static final String s0="xxxxxxxxxxxxxxxx";'
+    + "".join(f"static final String s{i + 1}=s{i}+s{i};" for i in range(16))
+    + "public static void main(String[] a){System.out.println(s16.length());}}\n",
+}
+
+
+@pytest.mark.parametrize("language", [pytest.param(name, marks=needs(name)) for name in COMPILE_BOMBS])
+def test_a_compile_bomb_in_each_language_ends_without_a_reward(ctx: Context, language: str) -> None:
+    result = contest(
+        ctx, language, COMPILE_BOMBS[language], limits={"compile_wall_s": 20.0, "compile_memory_mb": 1024}
+    )
+    assert result["reward"] == 0.0, result
+    assert result["status"] not in ("infra_error", "judge_error", "invalid_job"), result
+    after = program(ctx, "python", "print(6 * 7)")
+    assert (after["status"], after["stdout"]) == ("ok", "42\n")
