@@ -314,7 +314,7 @@ HOSTILE: dict[str, dict[str, str]] = {
         "rust": 'fn main(){loop{println!("spam spam spam spam spam spam spam spam");}}\n',
         "go": 'package main\nimport "fmt"\nfunc main(){for{fmt.Println("spam spam spam spam spam spam spam spam")}}\n',
         "java": 'public class Main{public static void main(String[] x){for(;;)System.out.println("spam spam spam spam");}}\n',
-        "nodejs": 'const s="spam spam spam spam\\n".repeat(1000);for(;;){process.stdout.write(s)}\n',
+        "nodejs": 'const fs=require("fs"),s="spam spam spam spam\\n".repeat(1000);for(;;){fs.writeSync(1,s)}\n',  # process.stdout.write would buffer in memory
         "pypy3": "while True:\n    print('spam spam spam spam spam spam spam spam')\n",
     },
 }
