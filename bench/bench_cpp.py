@@ -33,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _host_build import bare_command  # noqa: E402
+
 from evalfarm.envs.base import Context  # noqa: E402
 from evalfarm.envs.scoring import score_job  # noqa: E402
 from evalfarm.sandbox import Limits, Sandbox, languages  # noqa: E402
@@ -123,16 +125,6 @@ def per_test_bare(binary: str, prob: dict) -> list[float]:
     return times
 
 
-def bare_binary(directory: str) -> str:
-    """The solution compiled outside the sandbox with the sandbox's own compiler and flags."""
-    source = Path(directory) / "main.cpp"
-    source.write_text(SOLUTION)
-    binary = str(Path(directory) / "main")
-    compiler = languages.compiler_path(languages.CPP)
-    subprocess.run([compiler, *languages.CPP.flags, "-o", binary, str(source)], check=True)
-    return binary
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="rounds of compile-once and per-test timing")
@@ -143,7 +135,7 @@ def main() -> None:
     os.sched_setaffinity(0, {core})
     ctx = Context(slot=0, sandbox=Sandbox(slot=0, cpus={core}))
     with tempfile.TemporaryDirectory() as directory:
-        binary = bare_binary(directory)
+        [binary] = bare_command(languages.CPP, SOLUTION, Path(directory))
         ctx.sandbox.start()
         once, compiles, warm, sandboxed, bare, per_test = [], [], [], [], [], []
         for round_no in range(args.rounds):

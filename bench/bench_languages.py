@@ -28,36 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _host_build import bare_command  # noqa: E402
 from test_languages import PROGRAMS  # noqa: E402
 
 from evalfarm.envs.base import Context  # noqa: E402
 from evalfarm.envs.scoring import score_job  # noqa: E402
 from evalfarm.sandbox import Limits, Sandbox, languages  # noqa: E402
-
-
-def bare_command(language: languages.Language, code: str, directory: Path) -> list[str]:
-    """The program built on the host with the table's own command lines; the command that runs it."""
-    spec = languages.native_request(language, code.encode(), Limits())
-    work = directory / language.name
-    work.mkdir()
-
-    def here(path: str) -> str:
-        return str(work / Path(path).name)
-
-    Path(
-        here(spec["compile"]["source_path"] if spec["compile"] else f"/tmp/{language.source_name}")
-    ).write_text(code)
-    if spec["compile"]:
-        environment = {**os.environ, **spec["compile"]["environment"]}
-        for key in ("GOCACHE", "GOPATH"):
-            if key in environment:
-                environment[key] = str(work / key.lower())
-        for command in spec["compile"]["commands"]:
-            moved = [word.replace("/tmp/", f"{work}/") for word in command]
-            subprocess.run(moved, check=True, cwd=work, env=environment, capture_output=True)
-    if spec["runtime"] is None:
-        return [here(spec["compile"]["binary_path"])]
-    return [spec["runtime"], *(word.replace("/tmp/", f"{work}/") for word in spec["argv"][1:])]
 
 
 def per_test(box: Sandbox, language: str, code: str, command: list[str], rounds: int) -> tuple[float, float]:
