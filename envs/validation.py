@@ -62,10 +62,9 @@ def language_name(value: str) -> str:
 def require_language(sandbox: Any, language: str) -> None:
     """InvalidJob naming the languages this worker offers, when it does not offer `language` (its
     toolchain is not installed here, or its runtime needs a cgroup the slot lacks)."""
-    offered = getattr(sandbox, "offered_languages", None)
-    if language == "python" or offered is None:
+    if language == "python":
         return
-    names = offered()
+    names = sandbox.offered_languages()
     if language not in names:
         raise InvalidJob(
             f"language: {language!r} is not offered by this worker (it offers {', '.join(names)})"

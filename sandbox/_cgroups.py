@@ -34,10 +34,10 @@ class SlotCgroups:
         self._cpu_usage = os.open(f"{cpu_dir}/{usage}", os.O_RDONLY | os.O_CLOEXEC) if cpu_dir else None
         if version == 2:
             _write_if_present(f"{memory_dir}/memory.swap.max", "0")
-        # The run's peak memory, reset before each run: v1's max_usage_in_bytes, v2's memory.peak
-        # (resettable through its descriptor since Linux 6.12; None where it cannot be reset).
-        # Both start from what the slot's cgroup already holds (page cache charged by earlier runs),
-        # read as the run starts and subtracted.
+        # A native run's peak memory (its rusage is the server's), reset as such a run starts: v1's
+        # max_usage_in_bytes, v2's memory.peak (resettable through its descriptor since Linux 6.12:
+        # the reset here finds out). Both count what the slot's cgroup already holds (page cache of
+        # earlier runs), read as the run starts and subtracted.
         peak_name, usage_name = {1: ("memory.max_usage_in_bytes", "memory.usage_in_bytes"),
                                  2: ("memory.peak", "memory.current")}[version]  # fmt: skip
         try:
@@ -51,8 +51,9 @@ class SlotCgroups:
         self._oom_kills = 0
         self._cpu_before = 0
 
-    def prepare(self, memory_mb: int, workdir_mb: int, processes: int) -> None:
-        """Set the limits for the next run (tmpfs pages count as memory) and note the OOM count."""
+    def prepare(self, memory_mb: int, workdir_mb: int, processes: int, peak: bool = False) -> None:
+        """Set the limits for the next run (tmpfs pages count as memory) and note the OOM count;
+        `peak`: measure its peak memory too (`peak_mb`)."""
         limits = ((memory_mb + workdir_mb + _SLACK_MB) << 20, processes + 8)
         if limits != self._limits:
             os.pwrite(self._memory_limit, str(limits[0]).encode(), 0)
@@ -60,13 +61,13 @@ class SlotCgroups:
             self._limits = limits
         self._oom_kills = self._read_oom_kills()
         self._cpu_before = self._read_cpu_ns()
-        if self._peak is not None:
+        if peak and self._peak is not None:
             os.pwrite(self._peak, b"0" if self.version == 1 else b"reset", 0)
             self._usage_before = int(os.pread(self._usage, 64, 0))
 
     def peak_mb(self) -> float | None:
-        """The most memory the run added to the slot's cgroup at once since `prepare`, in MB (its
-        pages, its /tmp files, the kernel's pages for it); None where the peak cannot be reset."""
+        """The most memory the run added to the slot's cgroup at once since `prepare(peak=True)`, in
+        MB (its pages, its /tmp files, the kernel's pages for it); None where it cannot be reset."""
         if self._peak is None:
             return None
         return max(0, int(os.pread(self._peak, 64, 0)) - self._usage_before) / (1 << 20)

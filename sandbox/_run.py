@@ -145,7 +145,8 @@ class Run:
         member = self._start(
             lambda: self.server.spawn_native(
                 self.limits, executable, argv, order, attached, language=language, stage_fd=stage_fd
-            )
+            ),
+            native=True,
         )
         return self._finish([member], "candidate")
 
@@ -258,6 +259,7 @@ class Run:
             ),
             keep_open=True,
             in_cgroup=cgroup,
+            native=True,
         )
 
     # -- descriptors ------------------------------------------------------------------------
@@ -311,13 +313,16 @@ class Run:
 
     # -- processes --------------------------------------------------------------------------
 
-    def _start(self, start: Any, keep_open: bool = False, in_cgroup: bool = True) -> Member:
+    def _start(
+        self, start: Any, keep_open: bool = False, in_cgroup: bool = True, native: bool = False
+    ) -> Member:
         """Start the run's member, then close this server's copies of the ends that are its (so a
         capture sees end-of-file when it is gone), unless others still need them. The slot's
-        cgroups are set for the member that goes in them."""
+        cgroups are set for the member that goes in them (and measure a native member's peak)."""
         cgroups = self.server.cgroups
         if cgroups and in_cgroup:
-            cgroups.prepare(self.limits["memory_mb"], self.limits["workdir_mb"], self.limits["processes"])
+            limits = self.limits
+            cgroups.prepare(limits["memory_mb"], limits["workdir_mb"], limits["processes"], peak=native)
         try:
             return start()
         finally:

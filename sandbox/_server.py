@@ -67,7 +67,7 @@ class Server:
         self.sink = -1  # /dev/null, where output past a dropping cap goes
         self.cgroups: _cgroups.SlotCgroups | None = None
         self.seccomp_code = b""  # the filter's bytes, for the launcher's command line
-        self.native_arguments: dict[tuple[str, ...], list[str]] = {}  # (limits, ...) -> argv
+        self.native_arguments: dict[tuple[Any, ...], list[str]] = {}  # (limits, ...) -> argv
         self.runtimes: dict[str, int] = {}  # a runtime's path -> its executable's descriptor
         # A run's environment, as a plain dict: os.environ is re-encoded on every use.
         self.environment = dict(os.environ)
@@ -359,7 +359,7 @@ class Server:
         same walls."""
         cgroup_fds = self.cgroups.procs_fds if self.cgroups and cgroup else []
         facts = {name: (language or {}).get(name) for name in ("memory", "threads", "stage")}
-        key = (json.dumps(limits, sort_keys=True), str(len(cgroup_fds)), json.dumps(facts, sort_keys=True))
+        key = (json.dumps(limits, sort_keys=True), len(cgroup_fds), *facts.values())
         launcher_argv = self.native_arguments.get(key)
         if launcher_argv is None:  # a job's tests share limits: built once for them all
             launcher_argv = _native.launcher_argv(

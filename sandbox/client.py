@@ -114,6 +114,7 @@ class Sandbox:
         self._wants_extended = _names_pattern(self.config.extra_preload)
         self._lock = threading.Lock()
         # The last few native requests built, by what they were built from (see _native_request).
+        self._offered: tuple[dict[str, str], tuple[str, ...]] | None = None  # (layers, languages)
         self._native_requests: collections.OrderedDict[tuple[Any, ...], Request] = collections.OrderedDict()
         # Restarts by reason (RESTART_REASONS) since the last `take_restarts`.
         self.restarts: collections.Counter[str] = collections.Counter()
@@ -155,9 +156,12 @@ class Sandbox:
         """The languages this slot runs: those whose tools the machine has, less the runtimes only
         a cgroup caps where the slot has none (sandbox.languages.offered)."""
         self.start()
-        native = self.layers.get("native", "").startswith("on")
-        offered = languages.offered(cgroups=self.layers.get("cgroups", "").startswith("on"))
-        return tuple(name for name in offered if name == "python" or native)
+        layers = self.layers
+        if self._offered is None or self._offered[0] is not layers:  # once per start of the server
+            native = layers.get("native", "").startswith("on")
+            offered = languages.offered(cgroups=layers.get("cgroups", "").startswith("on"))
+            self._offered = (layers, tuple(name for name in offered if name == "python" or native))
+        return self._offered[1]
 
     def start(self) -> None:
         """Start the base server (unless `launch` did) and wait until it reports its isolation layers."""

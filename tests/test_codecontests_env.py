@@ -35,6 +35,9 @@ class FakeSandbox:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
 
+    def offered_languages(self) -> tuple[str, ...]:
+        return ("python",)
+
     def run(
         self,
         code: str,
