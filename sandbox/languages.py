@@ -54,6 +54,8 @@ class Language:
     fences: tuple[str, ...]  # the tags of a completion's fenced block in this language
     suffixes: tuple[str, ...]  # file suffixes `evalfarm run` reads as this language
     source_name: str  # the source's file name in the compile run (Java: its public class's)
+    build_name: str = "main"  # what the compile writes, in the compile run's /tmp
+    public_class: bool = False  # the source's file is named after its public class, the main class
     # The compile, one command line after another, the first word of each looked up on PATH;
     # {source} and {build} are the source's and the build's paths. Empty: the source runs as it is.
     compile: tuple[tuple[str, ...], ...] = ()
@@ -71,17 +73,16 @@ class Language:
         return bool(self.compile)
 
     def entry(self, source: bytes) -> tuple[str, str]:
-        """The source's file name and the program's main class (Java), from the source itself."""
-        if self.name != "java":
+        """The source's file name and the program's main class (`public_class` languages: the
+        source's public class, which names its file; `Main` when it has none)."""
+        if not self.public_class:
             return self.source_name, ""
-        found = _JAVA_PUBLIC_CLASS.search(source.decode("utf-8", "replace"))
+        found = _PUBLIC_CLASS.search(source.decode("utf-8", "replace"))
         main = found.group(1) if found else "Main"
-        return f"{main}.java", main
+        return f"{main}{os.path.splitext(self.source_name)[1]}", main
 
 
-_JAVA_PUBLIC_CLASS = re.compile(
-    r"^\s*public\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)", re.MULTILINE
-)
+_PUBLIC_CLASS = re.compile(r"^\s*public\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
 
 # As Codeforces compiles C and C++ (`-static -DONLINE_JUDGE -O2`, GNU dialects): statically linked,
 # so that a test's start does no dynamic linking (a third of a millisecond here instead of one and a
@@ -143,6 +144,8 @@ _TABLE = (
         fences=("java",),
         suffixes=(".java",),
         source_name="Main.java",
+        build_name="main.jar",
+        public_class=True,
         compile=(_JAVAC, _JAR),
         runtime="java",
         run=(
@@ -210,9 +213,9 @@ def tool_path(name: str, language: str) -> str:
     return os.path.realpath(found)
 
 
-def compiler_path(language: Language) -> str:
-    """The path of a compiled language's (first) compiler; raises CompilerMissing."""
-    return tool_path(language.compile[0][0], language.title)
+def compiled(name: str) -> bool:
+    """Whether programs in the language `name` compile before they run (Python's do not)."""
+    return name in LANGUAGES and LANGUAGES[name].compiled
 
 
 def installed() -> tuple[str, ...]:
@@ -254,7 +257,7 @@ def native_request(
     as it is), the runtime, and the program's argv."""
     source_name, main = language.entry(source)
     source_path = f"{SOURCE_DIR}/{source_name}"
-    build_path = f"{SOURCE_DIR}/main" + (".jar" if language.name == "java" else "")
+    build_path = f"{SOURCE_DIR}/{language.build_name}"
     commands = [
         [
             tool_path(command[0], language.title),

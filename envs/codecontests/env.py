@@ -49,16 +49,13 @@ from evalfarm.envs.codecontests.judging import ProgramJudge, TestVerdict
 from evalfarm.envs.datasets import DatasetStore, IOPair, Problem
 from evalfarm.envs.trajectory import answer_field
 from evalfarm.envs.validation import require_language, validate_job
-from evalfarm.sandbox.languages import LANGUAGES
+from evalfarm.sandbox import languages
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.status import Status, worst
 
 # Runs after which the remaining tests cannot change the verdict (or the verdict cannot be trusted).
 _STOPPERS = frozenset({Status.SYNTAX_ERROR, Status.INFRA_ERROR, Status.JUDGE_ERROR})
 ERROR_CLIP = 300
-
-
-_INTERPRETED = LANGUAGES["pypy3"]  # what `python` is to the table: nothing to compile
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +147,7 @@ class _Judge:
         self.checker = checker
         self.stop_at_failure = shape == "all_or_nothing"  # the reward is 0 already: save the CPU
         # A compiled program's compile, as its first run reported it (None for Python, Node.js, PyPy).
-        self.compile: dict[str, Any] | None = {} if LANGUAGES.get(language, _INTERPRETED).compiled else None
+        self.compile: dict[str, Any] | None = {} if languages.compiled(language) else None
         self.program_judge = (
             ProgramJudge(checker, sandbox, problem.checker_wall_s)
             if isinstance(checker, ProgramChecker)
