@@ -22,6 +22,7 @@ from evalfarm.envs.codecontests.checkers import (
     tokens_of,
     written_as_real,
 )
+from evalfarm.envs.codecontests.interactive import InteractorError, parse_interactor
 
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "testlib_golden.json").read_text())["cases"]
 
@@ -169,6 +170,22 @@ def test_a_checker_that_cannot_be_applied_is_refused(
 ) -> None:
     with pytest.raises(CheckerError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_checker(spec, tolerance)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"code": "x", "checker": "tokens"}, "interactor: unknown field 'checker'"),
+        ({"code": "x", "language": "java"}, "interactor.language: 'java' is not one of python, cpp"),
+        ({"code": "x", "protocol": "openr1"}, "interactor.protocol: 'openr1' is not one of testlib"),
+        ({"code": " "}, "interactor.code: the interactor's source is required"),
+        ({"code": "x" * ((1 << 20) + 1)}, "interactor.code: longer than"),
+    ],
+)
+def test_an_interactor_that_cannot_be_run_is_refused(spec: dict[str, object], message: str) -> None:
+    with pytest.raises(InteractorError, match=message):
+        parse_interactor(spec)
+    assert parse_interactor({"code": "int main(){}"}).language == "cpp"  # the default
 
 
 @pytest.mark.parametrize(

@@ -39,8 +39,8 @@ from typing import Any
 from evalfarm.envs.codecontests.compare import normalize_output
 
 PROTOCOLS = ("testlib", "openr1", "kattis")
-CHECKER_LANGUAGES = ("python", "cpp")
-MAX_CHECKER_CHARS = 1 << 20
+CHECKER_LANGUAGES = ("python", "cpp")  # of checker and interactor programs
+MAX_CHECKER_CHARS = 1 << 20  # a checker's or an interactor's source
 _TYPES = ("tokens", "lines", "unordered_tokens", "unordered_lines")
 
 # testlib's blanks: what separates tokens (a vertical tab or a form feed is part of a token).
@@ -291,23 +291,33 @@ def _from_object(spec: Mapping[str, Any]) -> Checker:
 
 
 def _program(spec: Mapping[str, Any]) -> ProgramChecker:
-    unknown = sorted(set(spec) - {"type", "language", "code", "protocol"})
+    fields = {key: value for key, value in spec.items() if key != "type"}
+    return ProgramChecker(*judge_program(fields, "checker", "python", PROTOCOLS, CheckerError))
+
+
+def judge_program(
+    spec: Mapping[str, Any],
+    role: str,
+    default_language: str,
+    protocols: tuple[str, ...],
+    error: type[ValueError],
+) -> tuple[str, str, str]:
+    """The language, code and protocol of a judge program a problem declares (its `checker` or
+    `interactor`: `role`); `error` naming the field that is wrong."""
+    unknown = sorted(set(spec) - {"language", "code", "protocol"})
     if unknown:
-        raise CheckerError(f"checker: unknown field {unknown[0]!r}")
-    language, code, protocol = (
-        spec.get("language", "python"),
-        spec.get("code"),
-        spec.get("protocol", "testlib"),
-    )
+        raise error(f"{role}: unknown field {unknown[0]!r}")
+    language = spec.get("language", default_language)
+    code, protocol = spec.get("code"), spec.get("protocol", "testlib")
     if language not in CHECKER_LANGUAGES:
-        raise CheckerError(f"checker.language: {language!r} is not one of {', '.join(CHECKER_LANGUAGES)}")
-    if protocol not in PROTOCOLS:
-        raise CheckerError(f"checker.protocol: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        raise error(f"{role}.language: {language!r} is not one of {', '.join(CHECKER_LANGUAGES)}")
+    if protocol not in protocols:
+        raise error(f"{role}.protocol: {protocol!r} is not one of {', '.join(protocols)}")
     if not isinstance(code, str) or not code.strip():
-        raise CheckerError("checker.code: the checker's source is required")
+        raise error(f"{role}.code: the {role}'s source is required")
     if len(code) > MAX_CHECKER_CHARS:
-        raise CheckerError(f"checker.code: longer than {MAX_CHECKER_CHARS} characters")
-    return ProgramChecker(language, code, protocol)
+        raise error(f"{role}.code: longer than {MAX_CHECKER_CHARS} characters")
+    return language, code, protocol
 
 
 # -- auto: what a statement says about its answers ---------------------------------------------------

@@ -22,6 +22,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from evalfarm.envs.codecontests.checkers import judge_program
 from evalfarm.envs.codecontests.judging import (
     CHECKER_WALL_S,
     TestVerdict,
@@ -34,8 +35,6 @@ from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.result import RunResult
 from evalfarm.sandbox.status import Status
 
-LANGUAGES = ("python", "cpp")
-MAX_INTERACTOR_CHARS = 1 << 20
 _FAIL_EXIT = 3
 _POINTS_EXIT = 7
 
@@ -60,19 +59,7 @@ class Interactor:
 
 def parse_interactor(spec: Mapping[str, Any]) -> Interactor:
     """The interactor a problem declares; InteractorError naming what is wrong."""
-    unknown = sorted(set(spec) - {"language", "code", "protocol"})
-    if unknown:
-        raise InteractorError(f"interactor: unknown field {unknown[0]!r}")
-    language, code, protocol = spec.get("language", "cpp"), spec.get("code"), spec.get("protocol", "testlib")
-    if language not in LANGUAGES:
-        raise InteractorError(f"interactor.language: {language!r} is not one of {', '.join(LANGUAGES)}")
-    if protocol != "testlib":
-        raise InteractorError(f"interactor.protocol: {protocol!r} is not testlib")
-    if not isinstance(code, str) or not code.strip():
-        raise InteractorError("interactor.code: the interactor's source is required")
-    if len(code) > MAX_INTERACTOR_CHARS:
-        raise InteractorError(f"interactor.code: longer than {MAX_INTERACTOR_CHARS} characters")
-    return Interactor(language, code, protocol)
+    return Interactor(*judge_program(spec, "interactor", "cpp", ("testlib",), InteractorError))
 
 
 class InteractiveJudge:
