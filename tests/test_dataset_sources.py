@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_judging import CPP_TESTLIB
 
 from evalfarm.envs.codecontests.lint import ProblemLint
 from evalfarm.envs.codecontests.sources import SourceOptions, prepare_source
@@ -117,21 +118,7 @@ CCPLUS_SCHEMA = pa.schema(
         ("correct_submissions", SUBMISSIONS), ("incorrect_submissions", SUBMISSIONS), ("test_cases", TESTS),
     ]
 )  # fmt: skip
-TESTLIB_SHUFFLE = r"""
-#include "testlib.h"
-#include <algorithm>
-int main(int argc, char* argv[]) {
-    registerTestlibCmd(argc, argv);
-    int n = inf.readInt();
-    std::vector<int> given(n), got(n);
-    for (int i = 0; i < n; i++) given[i] = inf.readInt();
-    for (int i = 0; i < n; i++) got[i] = ouf.readInt();
-    std::sort(given.begin(), given.end());
-    std::sort(got.begin(), got.end());
-    if (given != got) quitf(_wa, "not a permutation");
-    quitf(_ok, "ok");
-}
-"""
+TESTLIB_SHUFFLE = CPP_TESTLIB  # a permutation of the input, as test_judging.py checks it
 
 
 @pytest.fixture

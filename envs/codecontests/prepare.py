@@ -12,16 +12,13 @@ No checker is set unless given (`checker`): the seed's comparison, `exact`, judg
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evalfarm.envs.datasets import DatasetError
+from evalfarm.envs.codecontests.sources import iter_rows, source_files, write_problems
 
 COLUMNS = ("name", "description", "public_tests", "private_tests", "generated_tests", "difficulty")
 SOLUTION_COLUMNS = ("solutions", "incorrect_solutions")
-BATCH_ROWS = 64
 # The Language enum of code_contests' problem proto -> the farm's (Python 2 and Java are not run).
 LANGUAGES = {2: "cpp", 3: "python"}
 
@@ -37,30 +34,6 @@ class PrepareOptions:
     max_samples: int | None = None
     max_solutions: int = 0
     checker: str | None = None
-
-
-def parquet_files(source: str | Path) -> list[Path]:
-    """`source` itself if it is a file, else every *.parquet below it, sorted; DatasetError if none."""
-    source = Path(source)
-    if source.is_file():
-        return [source]
-    files = sorted(source.rglob("*.parquet")) if source.is_dir() else []
-    if not files:
-        raise DatasetError(f"no parquet file at {source}")
-    return files
-
-
-def iter_rows(files: list[Path], columns: tuple[str, ...] = COLUMNS) -> Iterator[dict[str, Any]]:
-    """The rows of `files` as dicts of the needed columns, read in small batches."""
-    import pyarrow.parquet as pq  # a tooling dependency: workers never need it
-
-    for path in files:
-        parquet = pq.ParquetFile(path)
-        missing = [name for name in columns if name not in parquet.schema_arrow.names]
-        if missing:
-            raise DatasetError(f"{path}: not a code_contests shard (missing columns: {', '.join(missing)})")
-        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=list(columns)):
-            yield from batch.to_pylist()
 
 
 def convert_row(row: dict[str, Any], options: PrepareOptions) -> dict[str, Any] | None:
@@ -108,16 +81,6 @@ def _pairs(tests: dict[str, Any] | None) -> list[dict[str, str]]:
 
 def prepare_codecontests(source: str | Path, out: str | Path, options: PrepareOptions) -> tuple[int, int]:
     """Write the problems of `source` kept by `options` to `out`; return (rows read, problems written)."""
-    read = written = 0
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as file:
-        columns = COLUMNS + (SOLUTION_COLUMNS if options.max_solutions else ())
-        for row in iter_rows(parquet_files(source), columns):
-            if options.max_samples is not None and written >= options.max_samples:
-                break
-            read += 1
-            problem = convert_row(row, options)
-            if problem is not None:
-                file.write(json.dumps(problem, ensure_ascii=False) + "\n")
-                written += 1
-    return read, written
+    columns = COLUMNS + (SOLUTION_COLUMNS if options.max_solutions else ())
+    rows = iter_rows(source_files(source, (".parquet",)), required=columns, columns=columns)
+    return write_problems(rows, lambda row: convert_row(row, options), out, options.max_samples)

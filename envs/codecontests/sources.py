@@ -63,20 +63,23 @@ def source_files(source: str | Path, suffixes: tuple[str, ...] = (".parquet", ".
         return [source]
     files = sorted(path for path in source.rglob("*") if path.suffix in suffixes) if source.is_dir() else []
     if not files:
-        raise DatasetError(f"no {' or '.join(suffixes)} file at {source}")
+        raise DatasetError(f"no {' or '.join(suffix.lstrip('.') for suffix in suffixes)} file at {source}")
     return files
 
 
-def iter_rows(files: list[Path], required: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+def iter_rows(
+    files: list[Path], required: tuple[str, ...], columns: tuple[str, ...] | None = None
+) -> Iterator[dict[str, Any]]:
     """The rows of parquet or JSON-lines `files`, in small batches; DatasetError if a file lacks a
-    `required` column."""
+    `required` column. `columns`: a parquet file's columns to read (the large ones left on disk)."""
     for path in files:
         if path.suffix == ".parquet":
             import pyarrow.parquet as pq  # a tooling dependency: workers never need it
 
             parquet = pq.ParquetFile(path)
             _require(path, parquet.schema_arrow.names, required)
-            for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+            wanted = list(columns) if columns is not None else None
+            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=wanted):
                 yield from batch.to_pylist()
             continue
         with open(path, encoding="utf-8") as file:
@@ -307,15 +310,26 @@ READERS: dict[str, tuple[Reader, tuple[str, ...]]] = {
 def prepare_source(kind: str, source: str | Path, out: str | Path, options: SourceOptions) -> tuple[int, int]:
     """Write the problems of `source` (a dataset of `kind`) to `out`; (rows read, problems written)."""
     reader, required = READERS[kind]
-    read = written = 0
     rows = iter_rows(source_files(source), required)
+    return write_problems(rows, lambda row: reader(row, options), out, options.max_samples)
+
+
+def write_problems(
+    rows: Iterator[dict[str, Any]],
+    convert: Callable[[dict[str, Any]], dict[str, Any] | None],
+    out: str | Path,
+    max_samples: int | None,
+) -> tuple[int, int]:
+    """The problems `convert` makes of `rows` (None: dropped), one JSON line each in `out`, at most
+    `max_samples`; (rows read, problems written)."""
+    read = written = 0
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", encoding="utf-8") as file:
         for row in rows:
-            if options.max_samples is not None and written >= options.max_samples:
+            if max_samples is not None and written >= max_samples:
                 break
             read += 1
-            problem = reader(row, options)
+            problem = convert(row)
             if problem is not None:
                 file.write(json.dumps(problem, ensure_ascii=False) + "\n")
                 written += 1
