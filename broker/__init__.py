@@ -6,8 +6,7 @@ imports Celery only when it is built.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from evalfarm._exports import lazy
 
 _EXPORTS = {
     "AsyncFarm": "evalfarm.broker.aio",
@@ -22,10 +21,4 @@ _EXPORTS = {
     "GatewaySettings": "evalfarm.broker.settings",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'evalfarm.broker' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__all__, __getattr__ = lazy("evalfarm.broker", _EXPORTS)

@@ -21,9 +21,7 @@ package reaches them through its `__path__`; an installed wheel holds them insid
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CHECKOUT = os.path.dirname(_HERE)
@@ -34,25 +32,8 @@ if not os.path.isdir(os.path.join(_HERE, "broker")) and os.path.isfile(
 
 __version__ = "0.2.0"
 
-_EXPORTS = {
-    "AsyncFarm": "evalfarm.broker.aio",
-    "BatchStats": "evalfarm.broker.batch",
-    "ConfigError": "evalfarm.broker.errors",
-    "Farm": "evalfarm.broker.client",
-    "FarmError": "evalfarm.broker.errors",
-    "Result": "evalfarm.broker.result",
-    "Settings": "evalfarm.broker.settings",
-    "ClientSettings": "evalfarm.broker.settings",
-    "WorkerSettings": "evalfarm.broker.settings",
-    "GatewaySettings": "evalfarm.broker.settings",
-}
+# The client's names: those of `evalfarm.broker`.
+from evalfarm._exports import lazy  # noqa: E402
+from evalfarm.broker import _EXPORTS  # noqa: E402
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'evalfarm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
+__all__, __getattr__ = lazy("evalfarm", _EXPORTS)

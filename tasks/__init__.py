@@ -6,8 +6,7 @@ not import Celery.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from evalfarm._exports import lazy
 
 _EXPORTS = {
     "WorkerProcess": "evalfarm.tasks.process",
@@ -16,10 +15,4 @@ _EXPORTS = {
     "score_jobs": "evalfarm.tasks.chunk",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'evalfarm.tasks' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__all__, __getattr__ = lazy("evalfarm.tasks", _EXPORTS)

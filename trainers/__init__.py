@@ -7,8 +7,7 @@ and need only the client (`pip install evalfarm`). Names are imported on first u
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from evalfarm._exports import lazy
 
 _EXPORTS = {
     "DEFAULT_DEADLINE_S": "evalfarm.trainers.rewards",
@@ -18,10 +17,4 @@ _EXPORTS = {
     "verl_compute_score_one": "evalfarm.trainers.rewards",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'evalfarm.trainers' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__all__, __getattr__ = lazy("evalfarm.trainers", _EXPORTS)
