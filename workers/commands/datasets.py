@@ -164,7 +164,7 @@ def lint(args: argparse.Namespace) -> int:
     import json
 
     from evalfarm.envs.codecontests.lint import FINDINGS, lint_jobs, lint_report
-    from evalfarm.workers.commands.score import _results
+    from evalfarm.workers.commands.score import results_of
 
     try:
         with open(args.file, encoding="utf-8") as file:
@@ -182,7 +182,7 @@ def lint(args: argparse.Namespace) -> int:
     counts = dict.fromkeys(FINDINGS, 0)
     with contextlib.ExitStack() as stack:
         report = stack.enter_context(open(args.report, "w", encoding="utf-8")) if args.report else None
-        results = stack.enter_context(_results(args, jobs))
+        results = stack.enter_context(results_of(args, jobs))
         for problem in lint_report(results):
             counts[problem.finding] += 1
             if report is not None:

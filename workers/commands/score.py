@@ -68,7 +68,7 @@ def score(args: argparse.Namespace) -> int:
         return 0
     with contextlib.ExitStack() as stack:
         output = stack.enter_context(open(args.output, "w")) if args.output else sys.stdout
-        results = stack.enter_context(_results(args, lines))
+        results = stack.enter_context(results_of(args, lines))
         counts = write_results(results, len(lines), output, progress=not args.no_progress)
     summary = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
     print(f"scored {sum(counts.values())} jobs: {summary}", file=sys.stderr)
@@ -76,7 +76,9 @@ def score(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _results(args: argparse.Namespace, lines: list[Any]) -> Iterator[Iterator[dict[str, Any]]]:
+def results_of(args: argparse.Namespace, lines: list[Any]) -> Iterator[Iterator[dict[str, Any]]]:
+    """The results of `lines` in order, from where the flags say: inline, a local farm or a broker
+    (also `evalfarm datasets lint`'s)."""
     if args.inline:
         from evalfarm.workers.inline import InlinePool, chunksize_for, env_ids_of
         from evalfarm.workers.jobs_file import in_place
