@@ -177,11 +177,15 @@ def test_a_completions_block_in_each_language_is_found(ctx: Context) -> None:
 
 
 def test_a_language_this_worker_lacks_is_an_invalid_job_naming_the_ones_it_offers(
-    ctx: Context, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     missing = dataclasses.replace(languages.LANGUAGES["go"], compile=(("no-such-go", "build"),))
     monkeypatch.setitem(languages.LANGUAGES, "go", missing)
-    result = contest(ctx, "go", PROGRAMS["go"]["sum"])
+    context = Context(slot=938)  # a slot learns what it offers as its server starts
+    try:
+        result = contest(context, "go", PROGRAMS["go"]["sum"])
+    finally:
+        context.close()
     assert result["status"] == "invalid_job" and result["reward"] is None
     assert result["error"].startswith("language: 'go' is not offered by this worker (it offers python, cpp")
 
