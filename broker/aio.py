@@ -20,6 +20,7 @@ from evalfarm.broker.client import farm_status, language_key, progress_bar, unre
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
+from evalfarm.broker.sessions import AsyncSession, SessionSpec
 from evalfarm.broker.settings import ClientSettings
 
 
@@ -136,6 +137,14 @@ class AsyncFarm:
         a caller whose event loop may end before the client is used again."""
         await self._redis.connection_pool.disconnect()
 
+    def session(
+        self, ttl_s: float = 60.0, limits: dict[str, Any] | None = None, language: str = "python"
+    ) -> OpeningSession:
+        """A session to open: `async with farm.session(ttl_s=60) as s: await s.run("x = 41")`, or
+        `s = await farm.session()` to keep it (then `await s.close()`). See `Farm.session`."""
+        spec = SessionSpec.model_validate({"language": language, "ttl_s": ttl_s, "limits": limits or {}})
+        return OpeningSession(self._redis, spec)
+
     async def status(self) -> dict[str, Any]:
         """Whether Redis answers, and the live worker nodes and pool processes it knows of."""
         from evalfarm.broker.keys import NODE_KEY_PREFIX
@@ -171,3 +180,23 @@ class AsyncFarm:
             await self._redis.delete(reply_key)
         except Exception:  # harmless: the list expires on its own
             pass
+
+
+class OpeningSession:
+    """`AsyncFarm.session()`'s answer: opened by `async with` (and closed after) or by `await`."""
+
+    def __init__(self, client: Any, spec: SessionSpec) -> None:
+        self._client = client
+        self._spec = spec
+        self._session: AsyncSession | None = None
+
+    def __await__(self) -> Any:
+        return AsyncSession.open(self._client, self._spec).__await__()
+
+    async def __aenter__(self) -> AsyncSession:
+        self._session = await AsyncSession.open(self._client, self._spec)
+        return self._session
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()

@@ -19,6 +19,7 @@ from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, from_worker, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
+from evalfarm.broker.sessions import Session, SessionSpec
 from evalfarm.broker.settings import ClientSettings
 
 __all__ = ["NODE_KEY_PREFIX", "Farm", "Result", "from_worker"]
@@ -135,6 +136,15 @@ class Farm:
             self.last_stats = run.batch.stats
             with self._lock:
                 self._in_flight -= 1
+
+    def session(
+        self, ttl_s: float = 60.0, limits: dict[str, Any] | None = None, language: str = "python"
+    ) -> Session:
+        """Open a session: a sandboxed interpreter kept alive on one node between runs (`with
+        farm.session(ttl_s=60) as s: s.run("x = 41"); s.run("x + 1").value == "42"`). `limits`:
+        `broker.sessions.SessionLimits`' fields. Raises SessionsFull when no node has room."""
+        spec = SessionSpec.model_validate({"language": language, "ttl_s": ttl_s, "limits": limits or {}})
+        return Session.open(self._redis, spec)
 
     def processes(self) -> int:
         """Pool processes serving the farm: given, else as live worker nodes advertise."""

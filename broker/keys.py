@@ -17,6 +17,14 @@ HELD_PREFIX = "evalfarm:held:"  # + holder: delivery tags of the messages that n
 HOLDERS_KEY = "evalfarm:holders"  # every holder that may still have a held set
 REPLY_PREFIX = "evalfarm:reply:"  # + batch: the reply list a producer blocks on (workers push only here)
 
+# Sessions (broker.sessions, workers.sessions): each node's session host advertises itself and
+# consumes its own request list; a session's record names the host incarnation that holds it.
+SESSION_HOSTS_KEY = "evalfarm:session-hosts"  # every host id that may be live
+SESSION_HOST_PREFIX = "evalfarm:session-host:"  # + host id: its advertisement (JSON), with a short TTL
+SESSION_QUEUE_PREFIX = "evalfarm:session-requests:"  # + host id: the requests that host serves, in order
+SESSION_PREFIX = "evalfarm:session:"  # + session id: its host's id, or "ended:<why>" for a while
+SESSION_REPLY_PREFIX = "evalfarm:session-reply:"  # + request: where the host answers one request
+
 
 def held_key(holder: str) -> str:
     """The set of delivery tags `holder` has been delivered and not yet acked."""
@@ -26,3 +34,8 @@ def held_key(holder: str) -> str:
 def queue_keys(settings: FarmSettings) -> dict[str, list[str]]:
     """The Redis lists of each of the farm's queues, every priority."""
     return {queue: [queue, *(f"{queue}{SEP}{p}" for p in PRIORITY_STEPS if p)] for queue in settings.queues}
+
+
+def session_key(session_id: str) -> str:
+    """The record of session `session_id`: which host holds it (or why it ended)."""
+    return SESSION_PREFIX + session_id

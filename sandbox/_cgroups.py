@@ -19,7 +19,15 @@ _SLACK_MB = 64  # the interpreter's own pages a run dirties on top of the progra
 class SlotCgroups:
     """The cgroup(s) runs of one slot join; one limit write per change, not per run."""
 
-    def __init__(self, version: int, memory_dir: str, pids_dir: str, cpu_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        version: int,
+        memory_dir: str,
+        pids_dir: str,
+        cpu_dir: str | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
+        """`extra`: directories in other hierarchies runs join too (v1's cpu, for a CPU share)."""
         self.version = version
         accounting = "+cpu" if cpu_dir else ""
         self.description = f"v{version} memory+pids{accounting} ({memory_dir})"
@@ -28,7 +36,8 @@ class SlotCgroups:
         self._memory_limit = os.open(f"{memory_dir}/{limit_name}", os.O_WRONLY | os.O_CLOEXEC)
         self._events = os.open(f"{memory_dir}/{events_name}", os.O_RDONLY | os.O_CLOEXEC)
         self._pids_limit = os.open(f"{pids_dir}/pids.max", os.O_WRONLY | os.O_CLOEXEC)
-        dirs = {memory_dir, pids_dir, *([cpu_dir] if cpu_dir else [])}
+        dirs = {memory_dir, pids_dir, *([cpu_dir] if cpu_dir else []), *extra}
+        self.dirs = sorted(dirs)
         self.procs_fds = [os.open(f"{d}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in sorted(dirs)]
         usage = {1: "cpuacct.usage", 2: "cpu.stat"}[version]
         self._cpu_usage = os.open(f"{cpu_dir}/{usage}", os.O_RDONLY | os.O_CLOEXEC) if cpu_dir else None
@@ -64,6 +73,21 @@ class SlotCgroups:
         if peak and self._peak is not None:
             os.pwrite(self._peak, b"0" if self.version == 1 else b"reset", 0)
             self._usage_before = int(os.pread(self._usage, 64, 0))
+
+    def remove(self) -> None:
+        """Close the control files and remove the cgroups (once their processes are gone; a cgroup
+        still busy is left, and removed with its parent's next clean-up)."""
+        fds = [self._memory_limit, self._events, self._pids_limit, *self.procs_fds]
+        fds += [fd for fd in (self._cpu_usage, self._peak) if fd is not None]
+        if self._peak is not None:
+            fds.append(self._usage)
+        for fd in fds:
+            os.close(fd)
+        for path in self.dirs:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
 
     def peak_mb(self) -> float | None:
         """The most memory the run added to the slot's cgroup at once since `prepare(peak=True)`, in
@@ -103,8 +127,9 @@ class SlotCgroups:
         return 0
 
 
-def create(name: str) -> tuple[SlotCgroups | None, str]:
-    """The slot's cgroups, or None and the reason they are off."""
+def create(name: str, cpu: bool = False) -> tuple[SlotCgroups | None, str]:
+    """The slot's cgroups, or None and the reason they are off; `cpu`: in v1's cpu hierarchy too
+    (where `share_cpu` caps a parent's CPU time)."""
     mounts = _cgroup_mounts()
     own = _own_cgroups()
     try:
@@ -114,12 +139,39 @@ def create(name: str) -> tuple[SlotCgroups | None, str]:
             cpu_dir = (
                 _make(mounts["cpuacct"] + own.get("cpuacct", "/"), name) if "cpuacct" in mounts else None
             )
-            return SlotCgroups(1, memory_dir, pids_dir, cpu_dir), ""
+            extra = (_make(mounts["cpu"] + own.get("cpu", "/"), name),) if cpu and "cpu" in mounts else ()
+            return SlotCgroups(1, memory_dir, pids_dir, cpu_dir, extra), ""
         if "unified" in mounts:
             return _create_v2(mounts["unified"], name), ""
     except OSError as error:
         return None, f"no writable hierarchy ({error.strerror}: {error.filename})"
     return None, "no memory and pids controllers mounted"
+
+
+def share_cpu(name: str, cores: float) -> str:
+    """Cap the CPU time of cgroup `name` (made with `create(..., cpu=True)`'s parent path) and its
+    children at `cores` cores' worth; how, or why not."""
+    mounts = _cgroup_mounts()
+    period_us = 100_000
+    quota_us = max(1000, int(cores * period_us))
+    try:
+        if "cpu" in mounts and "memory" in mounts:
+            path = _make(mounts["cpu"] + _own_cgroups().get("cpu", "/"), name)
+            _write(f"{path}/cpu.cfs_period_us", str(period_us))
+            _write(f"{path}/cpu.cfs_quota_us", str(quota_us))
+            return f"on ({cores:g} cores, v1 cpu quota)"
+        if "unified" in mounts:
+            root = mounts["unified"]
+            _write(f"{root}/cgroup.subtree_control", "+cpu")
+            parent = _make(root, "evalfarm")
+            _write(f"{parent}/cgroup.subtree_control", "+cpu")
+            path = _make(parent, name)
+            _write(f"{path}/cgroup.subtree_control", "+memory +pids +cpu")
+            _write(f"{path}/cpu.max", f"{quota_us} {period_us}")
+            return f"on ({cores:g} cores, cpu.max)"
+    except OSError as error:
+        return f"off ({error.strerror}: {error.filename})"
+    return "off (no cpu controller)"
 
 
 def _create_v2(root: str, name: str) -> SlotCgroups:
@@ -131,7 +183,11 @@ def _create_v2(root: str, name: str) -> SlotCgroups:
     _write(f"{root}/cgroup.subtree_control", "+memory +pids")
     parent = _make(root, "evalfarm")
     _write(f"{parent}/cgroup.subtree_control", "+memory +pids")
-    slot = _make(parent, name)
+    *intermediate, leaf = name.split("/")
+    for part in intermediate:  # a nested name: each level hands the controllers down
+        parent = _make(parent, part)
+        _write(f"{parent}/cgroup.subtree_control", "+memory +pids")
+    slot = _make(parent, leaf)
     return SlotCgroups(2, slot, slot, slot)  # cpu.stat's usage is there without the cpu controller
 
 
@@ -145,7 +201,7 @@ def _cgroup_mounts() -> dict[str, str]:
                 found.setdefault("unified", mount_point)
             elif fstype == "cgroup":
                 for option in options.split(","):
-                    if option in ("memory", "pids", "cpuacct"):
+                    if option in ("memory", "pids", "cpuacct", "cpu"):
                         found[option] = mount_point
     return found
 

@@ -41,6 +41,7 @@ from evalfarm.sandbox import (
     _rootfs,
     _runner,
     _seccomp,
+    _session,  # noqa: F401 - preloaded: sessions run it
     bridge,  # noqa: F401 - preloaded: runs that call or judge use it
     languages,
 )
@@ -74,6 +75,7 @@ class Server:
         cache = config.get("binary_cache") or {}
         self.binaries = _binaries.Binaries(cache.get("entries", 32), cache.get("bytes", 256 << 20))
         self.judge_host = JudgeHost(self)
+        self.sessions: set[int] = set()  # pids of the sessions this server forked, until reaped
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -214,7 +216,11 @@ class Server:
 
     def handle(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
         """One request: a run (`kind` "run", a Python program or a compiled one) or a judged run
-        (`kind` "judged": a Python candidate serving calls and a judge calling it)."""
+        (`kind` "judged": a Python candidate serving calls and a judge calling it), or a session
+        started (`kind` "session")."""
+        self._reap_sessions()
+        if request["kind"] == "session":
+            return self._session(request, fds)
         if request["kind"] == "judged":
             return Run(self, request["limits"]).judged(fds, request["judge"])
         if request["kind"] == "interactive":
@@ -223,6 +229,33 @@ class Server:
             return self._native(request, fds)
         run = Run(self, request["limits"])
         return run.program(request["mode"], fds, request.get("reply_bytes", 0), bool(request.get("fetch")))
+
+    def _session(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
+        """Fork a session's interpreter (`sandbox._session`) and hand back, unsupervised, its channel
+        and a pidfd: its manager (`sandbox.sessions`) sends it cells and ends it. It joins the cgroups
+        whose `cgroup.procs` descriptors came with the request (the session's own, so its memory and
+        processes are capped across its whole life), else none."""
+        ours, theirs = _protocol.channel_pair()
+        stdio = _payload.empty_memfd("evalfarm-session-stdio")
+        plan = self.plan(dict(request["limits"], cpu_s=None), "session", cgroup=False)
+        plan["cgroup_fds"] = [fds[name] for name in sorted(fds) if name.startswith("cgroup")]
+        try:
+            member = self.fork("session", plan, {0: stdio, 1: stdio, 2: stdio, 3: theirs.fileno()})
+        finally:
+            theirs.close()
+            os.close(stdio)
+        self.sessions.add(member.pid)
+        return {"pid": member.pid, "fds": ["channel", "pidfd"]}, [ours.detach(), os.pidfd_open(member.pid)]
+
+    def _reap_sessions(self) -> None:
+        """Collect the sessions that ended (their manager killed them, or they exited)."""
+        for pid in list(self.sessions):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.sessions.discard(pid)
 
     def _native(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
         """Compile the payload's source unless its binary is held, then run the binary."""

@@ -253,6 +253,38 @@ class Sandbox:
             self._server_for(code_bytes + judge.data), _request.judged(code_bytes, judge, limits)
         )
 
+    def open_session(
+        self, limits: Limits, cgroup_procs: list[int] | tuple[int, ...] = ()
+    ) -> tuple[socket.socket, int]:
+        """Fork a session's interpreter (`sandbox.sessions.Interpreter` drives it) on the slot's
+        extended server (numpy already in memory, shared with every session): its channel and a
+        pidfd. `cgroup_procs`: `cgroup.procs` descriptors of the session's own cgroups, which it
+        joins. A server lost under the request is started again once; then SandboxError."""
+        names = [f"cgroup{index}" for index in range(len(cgroup_procs))]
+        header = {"kind": "session", "limits": limits.to_dict(), "fds": names}
+        with self._lock:
+            for attempt in (1, 2):
+                server = self._extended
+                try:
+                    if server.lost():
+                        server.stop()
+                    server.start()
+                    assert server.channel is not None
+                    server.channel.settimeout(self.config.start_timeout_s)
+                    _protocol.send(server.channel, header, list(cgroup_procs))
+                    reply, fds = _protocol.recv(server.channel)
+                except (OSError, _protocol.ProtocolError, SandboxError) as error:
+                    server.stop()
+                    if attempt == 2:
+                        raise SandboxError(f"could not start a session: {error}") from error
+                    continue
+                if "server_error" in reply:
+                    for fd in fds:
+                        os.close(fd)
+                    raise SandboxError(f"the fork server failed: {reply['server_error']}")
+                return socket.socket(fileno=fds[0]), fds[1]
+        raise AssertionError("unreachable")
+
     def _server_for(self, code: bytes) -> _Server:
         return self._extended if self._wants_extended.search(code) else self._base
 

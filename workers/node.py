@@ -12,6 +12,7 @@ import dataclasses
 import logging
 import os
 import socket
+import threading
 import uuid
 import warnings
 from typing import Any
@@ -87,7 +88,8 @@ def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", q
         languages=_offered_languages(),
     )
     liveness.register()
-    _connect_signals(app, plan, process, liveness)
+    sessions = SessionHostProcess(settings, plan.name, plan.slot_of(plan.concurrency))
+    _connect_signals(app, plan, process, liveness, sessions)
     log.info(
         "worker %s: queues %s, %d processes on cpus %s, sandbox slots %d-%d",
         plan.name, ",".join(plan.queues), plan.concurrency, list(plan.cpus),
@@ -161,7 +163,9 @@ def _restored_counter(metrics_url: str | None) -> Any:
     return instruments.MESSAGES_RESTORED.inc
 
 
-def _connect_signals(app: Any, plan: NodePlan, process: Any, liveness: NodeLiveness) -> None:
+def _connect_signals(
+    app: Any, plan: NodePlan, process: Any, liveness: NodeLiveness, sessions: SessionHostProcess
+) -> None:
     """Hook the child's start (pin, open the slot), its end, and the node's heartbeat."""
     from celery import signals
 
@@ -178,8 +182,54 @@ def _connect_signals(app: Any, plan: NodePlan, process: Any, liveness: NodeLiven
 
     signals.worker_process_init.connect(child_started, weak=False)
     signals.worker_process_shutdown.connect(child_stopping, weak=False)
-    signals.worker_ready.connect(lambda **_: liveness.start(), weak=False)
-    signals.worker_shutdown.connect(lambda **_: liveness.stop(), weak=False)
+
+    def node_ready(**_: Any) -> None:
+        liveness.start()
+        sessions.start()
+
+    def node_stopping(**_: Any) -> None:
+        sessions.stop()
+        liveness.stop()
+
+    signals.worker_ready.connect(node_ready, weak=False)
+    signals.worker_shutdown.connect(node_stopping, weak=False)
+
+
+class SessionHostProcess:
+    """The node's session host (`workers.sessions`), a child process started once the node is ready
+    and started again should it die (its sessions are lost with it: their clients are told so)."""
+
+    def __init__(self, settings: WorkerSettings, node: str, slot: int) -> None:
+        self.settings = settings
+        self.node = node
+        self.slot = slot
+        self.process: Any = None
+        self.stopping = threading.Event()
+
+    def start(self) -> None:
+        if self.settings.sessions == 0:
+            return
+        threading.Thread(target=self._keep, name="evalfarm-session-host", daemon=True).start()
+
+    def _keep(self) -> None:
+        from evalfarm.workers.sessions import start_host
+
+        while not self.stopping.is_set():
+            self.process = start_host(self.settings, self.node, self.slot)
+            code = self.process.wait()
+            if not self.stopping.is_set():
+                log.warning("the session host exited (code %s); starting another", code)
+                self.stopping.wait(1.0)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except Exception:  # it would not stop: it dies with the node anyway
+                process.kill()
 
 
 def _child_index() -> int:

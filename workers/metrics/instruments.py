@@ -96,6 +96,32 @@ WORKER_PROCESSES = Gauge(
     registry=None,
 )
 
+# Sessions (workers.sessions): recorded by the node's session host, served with the node's metrics.
+SESSIONS_OPEN = Gauge(
+    "evalfarm_sessions_open",
+    "Sessions this node holds now.",
+    multiprocess_mode="livesum",
+    registry=None,
+)
+SESSIONS_OPENED = Counter("evalfarm_sessions_opened_total", "Sessions this node opened.", registry=None)
+SESSIONS_EXPIRED = Counter(
+    "evalfarm_sessions_expired_total",
+    "Sessions ended for idleness or age (ttl_s, lifetime_s).",
+    registry=None,
+)
+SESSIONS_CLOSED = Counter("evalfarm_sessions_closed_total", "Sessions their client closed.", registry=None)
+SESSIONS_ENDED = Counter(
+    "evalfarm_sessions_ended_total",
+    "Sessions ended by what a run did (killed past its timeout, out of memory, its interpreter exited).",
+    registry=None,
+)
+SESSION_RUN_DURATION = Histogram(
+    "evalfarm_session_run_seconds",
+    "Time from a session's run reaching its node to its answer.",
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 120, 600),
+    registry=None,
+)
+
 # Read at scrape time by the node's metrics server (`workers.metrics.server`), not from files.
 QUEUE_DEPTH = "evalfarm_queue_depth"
 UNACKED = "evalfarm_unacked_messages"
@@ -115,6 +141,12 @@ INSTRUMENTS: tuple[MetricWrapperBase, ...] = (
     MESSAGES_RESTORED,
     PROCESS_STARTS,
     WORKER_PROCESSES,
+    SESSIONS_OPEN,
+    SESSIONS_OPENED,
+    SESSIONS_EXPIRED,
+    SESSIONS_CLOSED,
+    SESSIONS_ENDED,
+    SESSION_RUN_DURATION,
 )
 
 

@@ -1,0 +1,155 @@
+"""Inside a session: one sandboxed Python interpreter that runs cells, keeping its globals, its
+imports and its /tmp between them, as a notebook's kernel does.
+
+The process is forked by a fork server and walls itself in like any run (`sandbox._runner`), then
+serves cells on its control channel (descriptor 3) until the channel closes. Each cell arrives with
+descriptors of its own: its code and stdin (memfds), its stdout and stderr (pipes the session's
+manager drains) and a report pipe. The cell runs as a notebook runs one: statements executed in the
+session's `__main__`, the last one, when it is an expression, evaluated and its repr kept as the
+cell's value (unless None, or the cell ends with `;`). Then the report goes on the report pipe and
+the pipe is closed: a report for a later cell needs that cell's pipe, which no code holds before
+the cell starts.
+
+Nothing here is a verdict: whether a cell ran out of time or memory, or killed its interpreter, is
+the manager's to see from outside (`sandbox.sessions`). The report says only what the cell did in
+the process it owns: its value, or the exception it raised.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import json
+import os
+import signal
+import socket
+import sys
+import types
+from typing import Any, NoReturn
+
+from evalfarm.sandbox import _payload, _protocol
+
+CONTROL_FD = 3
+MAX_VALUE_CHARS = 64 << 10  # a value's repr past this is cut (the manager caps the report too)
+
+
+def serve() -> NoReturn:
+    """Say the walls are up, then run each cell the channel brings; exit when it closes."""
+    channel = socket.socket(fileno=CONTROL_FD)
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    sys.argv = [""]
+    quiet = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)  # stdio between cells
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _protocol.send(channel, {"ready": True})
+    count = 0
+    while True:
+        try:
+            _, fds = _protocol.recv(channel)  # a cell: its descriptors are all it is
+        except (_protocol.ProtocolError, OSError):
+            os._exit(0)
+        count += 1
+        code_fd, stdin_fd, stdout_fd, stderr_fd, report_fd = fds
+        code = _payload.read_fd(code_fd)
+        os.close(code_fd)
+        _attach_stdio(stdin_fd, stdout_fd, stderr_fd)
+        for fd in {stdin_fd, stdout_fd, stderr_fd} - {0, 1, 2}:
+            os.close(fd)
+        report = run_cell(code, main.__dict__, f"<cell {count}>")
+        _flush()
+        _attach_stdio(quiet, quiet, quiet)
+        _write_report(report_fd, report)
+
+
+def run_cell(code: bytes, namespace: dict[str, Any], name: str) -> dict[str, Any]:
+    """Run one cell in `namespace`; its report: `value` (the repr of its last expression, or None)
+    or `error` ({ename, evalue}, its traceback printed on stderr), or `interrupted`."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the manager's interrupt, at a timeout
+    try:
+        body, last = _split(code, name)
+        exec(body, namespace)
+        value = eval(last, namespace) if last is not None else None
+        shown = None if value is None else _repr(value)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _print_exception(sys.exc_info()[1])
+        return {"interrupted": True}
+    except BaseException as error:  # the cell's own failure, SystemExit included (a kernel keeps going)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _print_exception(error)
+        return {"error": {"ename": type(error).__name__, "evalue": _text(error)}}
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return {"value": shown}
+
+
+def _split(code: bytes, name: str) -> tuple[types.CodeType, types.CodeType | None]:
+    """The cell compiled: its statements, and its last expression apart (as a notebook shows it)."""
+    tree = ast.parse(code, name, "exec")
+    last = None
+    final = tree.body[-1] if tree.body else None
+    if isinstance(final, ast.Expr) and not code.rstrip().endswith(b";"):
+        tree.body.pop()
+        last = compile(ast.Expression(final.value), name, "eval")
+    return compile(tree, name, "exec"), last
+
+
+def _repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "..."
+
+
+def _text(error: BaseException) -> str:
+    try:
+        return str(error)[:MAX_VALUE_CHARS]
+    except BaseException:
+        return "(unprintable)"
+
+
+def _attach_stdio(stdin_fd: int, stdout_fd: int, stderr_fd: int) -> None:
+    """The cell's descriptors on 0, 1 and 2, with fresh text streams over them (no buffered input
+    or output of an earlier cell carries over)."""
+    for target, fd in ((0, stdin_fd), (1, stdout_fd), (2, stderr_fd)):
+        if fd != target:
+            os.dup2(fd, target)
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8", line_buffering=False
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True
+    )
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:  # a cell may have closed or replaced them
+            pass
+
+
+def _write_report(fd: int, report: dict[str, Any]) -> None:
+    try:
+        os.write(fd, json.dumps(report).encode() + b"\n")
+        os.close(fd)
+    except OSError:  # the manager gave up on the cell, or the cell closed the pipe itself
+        pass
+
+
+def _print_exception(error: BaseException | None) -> None:
+    """The traceback as a notebook shows it: the cell's frames, not this module's."""
+    import traceback
+
+    if error is None:
+        return
+    tb = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    try:
+        traceback.print_exception(type(error), error, tb, file=sys.stderr)
+    except BaseException:
+        pass

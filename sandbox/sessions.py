@@ -1,0 +1,305 @@
+"""A session's interpreter as its manager holds it: start it, send it cells, watch them from outside.
+
+The interpreter (`sandbox._session`) is forked by a slot's fork server under a run's walls and kept
+alive between cells; it joins cgroups of its own, so its memory and processes are capped across its
+whole life, not per cell. Everything that decides a cell's status is seen from here: the wall clock,
+the interpreter's death (its pidfd), the cgroup's OOM kills. The cell's own report says only what the
+cell did in the process it owns: its value, or the exception it raised.
+
+A cell past its `timeout_s` is interrupted (SIGINT: KeyboardInterrupt in the cell, as a notebook's
+interrupt); the session survives when the cell gives up within `INTERRUPT_GRACE_S`, with its state
+as the interrupt left it. A cell that ignores the interrupt is killed with its whole interpreter: the
+status is `timeout` and the session has ended (`alive` false).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import select
+import signal
+import socket
+import time
+from typing import Any
+
+from evalfarm.sandbox import _cgroups, _payload, _protocol
+from evalfarm.sandbox.client import Sandbox, SandboxError
+from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.status import Status
+
+INTERRUPT_GRACE_S = 1.0  # how long an interrupted cell has to give up before the session is killed
+START_TIMEOUT_S = 30.0
+MAX_REPORT_BYTES = 256 << 10
+
+
+@dataclasses.dataclass(frozen=True)
+class CellResult:
+    """What one cell did: its status, its output, the repr of its last expression's value."""
+
+    status: Status
+    stdout: str = ""
+    stderr: str = ""
+    value: str | None = None
+    error: str | None = None
+    alive: bool = True  # whether the session lives on after this cell
+    run_s: float = 0.0
+    truncated: tuple[str, ...] = ()  # streams cut at the output cap
+
+    def to_dict(self) -> dict[str, Any]:
+        """The cell's result as the gateway answers it (the contract's status names)."""
+        return {
+            "status": self.status.value,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "value": self.value,
+            "error": self.error,
+            "session_alive": self.alive,
+            "run_s": round(self.run_s, 6),
+            "truncated": list(self.truncated),
+        }
+
+
+class Interpreter:
+    """One live session interpreter: `run` cells one at a time, `close` to end it."""
+
+    def __init__(
+        self, channel: socket.socket, pidfd: int, cgroups: _cgroups.SlotCgroups | None, limits: Limits
+    ):
+        self.channel = channel
+        self.pidfd = pidfd
+        self.cgroups = cgroups
+        self.limits = limits
+        self.ended: str | None = None  # why the interpreter is gone, once it is
+
+    @classmethod
+    def start(cls, sandbox: Sandbox, limits: Limits, cgroup_name: str | None = None) -> Interpreter:
+        """A new interpreter on `sandbox`'s slot, in cgroups named `cgroup_name` (when the machine
+        has a writable hierarchy) capping its memory and processes; raises SandboxError."""
+        cgroups = None
+        if cgroup_name is not None:
+            cgroups, _ = _cgroups.create(cgroup_name, cpu=True)
+        if cgroups is not None:
+            cgroups.prepare(limits.memory_mb, limits.workdir_mb, limits.processes)
+        try:
+            channel, pidfd = sandbox.open_session(limits, cgroups.procs_fds if cgroups else ())
+        except SandboxError:
+            if cgroups is not None:
+                cgroups.remove()
+            raise
+        interpreter = cls(channel, pidfd, cgroups, limits)
+        interpreter._hello()
+        return interpreter
+
+    def _hello(self) -> None:
+        self.channel.settimeout(START_TIMEOUT_S)
+        try:
+            hello, fds = _protocol.recv(self.channel)
+        except (OSError, _protocol.ProtocolError) as error:
+            self.close()
+            raise SandboxError(f"the session did not start: {error}") from error
+        for fd in fds:
+            os.close(fd)
+        self.channel.settimeout(None)
+        if not hello.get("ready"):
+            self.close()
+            raise SandboxError(f"the session did not start: {hello.get('setup_error', hello)}")
+
+    @property
+    def alive(self) -> bool:
+        """Whether the interpreter still runs (it may have exited, or been killed, between cells)."""
+        if self.ended is None and select.select([self.pidfd], [], [], 0)[0]:
+            self.ended = "its interpreter exited"
+        return self.ended is None
+
+    def run(self, code: bytes, stdin: bytes = b"", timeout_s: float | None = None) -> CellResult:
+        """Run one cell; its result. Never raises for what the cell does."""
+        if not self.alive:
+            return CellResult(Status.RUNTIME_ERROR, error=f"the session has ended: {self.ended}", alive=False)
+        if self.cgroups is not None:
+            self.cgroups.prepare(self.limits.memory_mb, self.limits.workdir_mb, self.limits.processes)
+        cell = _Cell(self.limits.output_bytes)
+        started = time.monotonic()
+        try:
+            self._send(code, stdin, cell)
+        except (OSError, _protocol.ProtocolError):  # the interpreter is gone: it closed its channel
+            cell.close()
+            return self._ended_result(cell, started, timed_out=False)
+        timed_out = self._watch(cell, started + (timeout_s or self.limits.wall_s))
+        if cell.report is None:
+            return self._ended_result(cell, started, timed_out)
+        return self._reported(cell, started, timed_out)
+
+    def _send(self, code: bytes, stdin: bytes, cell: _Cell) -> None:
+        ours = [_payload.memfd(code, "evalfarm-cell"), _payload.memfd(stdin, "evalfarm-stdin")]
+        theirs = [cell.open_pipe("stdout"), cell.open_pipe("stderr"), cell.open_pipe("report")]
+        try:
+            _protocol.send(self.channel, {"kind": "cell"}, ours + theirs)
+        finally:
+            for fd in ours + theirs:
+                os.close(fd)
+
+    def _watch(self, cell: _Cell, deadline: float) -> bool:
+        """Drain the cell's output until its report, the interpreter's end or the deadline (then the
+        interrupt, then the kill); whether the cell ran out of time."""
+        interrupted = False
+        poller = select.poll()
+        for fd in cell.read_fds():
+            poller.register(fd, select.POLLIN)
+        poller.register(self.pidfd, select.POLLIN)
+        while cell.report is None:
+            wait_s = deadline - time.monotonic()
+            if wait_s <= 0:
+                if interrupted:
+                    self.kill("killed: a cell ignored the interrupt at its timeout")
+                    return True
+                self._signal(signal.SIGINT)
+                interrupted, deadline = True, time.monotonic() + INTERRUPT_GRACE_S
+                continue
+            for fd, _ in poller.poll(wait_s * 1000):
+                if fd == self.pidfd:
+                    cell.drain()
+                    return interrupted
+                if not cell.read(fd):
+                    poller.unregister(fd)
+        cell.drain()
+        return interrupted
+
+    def _reported(self, cell: _Cell, started: float, timed_out: bool) -> CellResult:
+        """The result of a cell whose interpreter reported on it (it lives on)."""
+        report = cell.report or {}
+        status, error, value = Status.OK, None, None
+        if timed_out or report.get("interrupted"):
+            status, error = Status.TIMEOUT, "the cell ran past its timeout and was interrupted"
+        elif isinstance(report.get("error"), dict):
+            failure = report["error"]
+            name, text = str(failure.get("ename", "Exception")), str(failure.get("evalue", ""))
+            status = Status.MEMORY_LIMIT if name == "MemoryError" else Status.RUNTIME_ERROR
+            error = f"{name}: {text}" if text else name
+        elif "value" in report:
+            value = report["value"] if isinstance(report["value"], str) else None
+        else:
+            status, error = Status.RUNTIME_ERROR, "the cell's report was malformed"
+        if status is Status.OK and self.cgroups is not None and self.cgroups.oom_killed():
+            status, error = Status.MEMORY_LIMIT, "a process of the session was killed for memory"
+        return cell.result(status, value, error, alive=True, run_s=time.monotonic() - started)
+
+    def _ended_result(self, cell: _Cell, started: float, timed_out: bool) -> CellResult:
+        """The result of a cell whose interpreter died under it (killed here, or for memory, or it
+        exited): the session has ended."""
+        run_s = time.monotonic() - started
+        oom = self.cgroups is not None and self.cgroups.oom_killed()
+        self.kill(self.ended or ("killed for memory" if oom else "its interpreter exited"))
+        if timed_out:
+            status, error = Status.TIMEOUT, "the cell ran past its timeout and ignored the interrupt"
+        elif oom:
+            status, error = Status.MEMORY_LIMIT, "the session ran out of memory"
+        else:
+            status, error = Status.RUNTIME_ERROR, "the cell ended the session's interpreter"
+        return cell.result(status, None, f"{error}; the session has ended", alive=False, run_s=run_s)
+
+    def _signal(self, signum: int) -> None:
+        try:
+            signal.pidfd_send_signal(self.pidfd, signum)
+        except ProcessLookupError:
+            pass
+
+    def kill(self, reason: str) -> None:
+        """End the interpreter and everything it started (it is PID 1 of its namespace)."""
+        if self.ended is None:
+            self.ended = reason
+        self._signal(signal.SIGKILL)
+
+    def close(self, reason: str = "closed") -> None:
+        """End the session and release what it held: its channel, its pidfd, its cgroups (removed
+        once its processes are gone)."""
+        self.kill(reason)
+        self.channel.close()
+        if self.pidfd >= 0:
+            select.select([self.pidfd], [], [], 1.0)  # its end, so that its cgroups are empty
+            os.close(self.pidfd)
+            self.pidfd = -1
+        if self.cgroups is not None:
+            self.cgroups.remove()
+            self.cgroups = None
+
+
+class _Cell:
+    """One cell's pipes (this end), its captured output under the cap, and its report."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.names: dict[int, str] = {}  # read end -> stream name
+        self.chunks: dict[str, list[bytes]] = {"stdout": [], "stderr": [], "report": []}
+        self.sizes = {"stdout": 0, "stderr": 0, "report": 0}
+        self.truncated: set[str] = set()
+        self.report: dict[str, Any] | None = None
+
+    def open_pipe(self, name: str) -> int:
+        """A pipe for stream `name`: its read end kept here (non-blocking), its write end returned."""
+        read_end, write_end = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self.names[read_end] = name
+        return write_end
+
+    def read_fds(self) -> list[int]:
+        return list(self.names)
+
+    def read(self, fd: int) -> bool:
+        """Read what `fd` holds now; False at its end."""
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        self._take(self.names[fd], data)
+        return bool(data)
+
+    def drain(self) -> None:
+        """Read what is left in the pipes now, without waiting for their ends (a thread or a child
+        of the cell may hold them open past it)."""
+        for fd, name in self.names.items():
+            try:
+                while data := os.read(fd, 1 << 16):
+                    self._take(name, data)
+            except BlockingIOError:
+                continue
+            self._take(name, b"")
+
+    def _take(self, name: str, data: bytes) -> None:
+        """Keep `data` of stream `name` up to its cap (b"": the stream ended)."""
+        if name == "report" and (data.endswith(b"\n") or (not data and self.sizes[name])):
+            self._keep(name, data, MAX_REPORT_BYTES)
+            self._parse_report()  # a complete line, or what came before the end (a pipe closed
+            # without a word, when the interpreter died, is no report at all)
+        else:
+            self._keep(name, data, MAX_REPORT_BYTES if name == "report" else self.cap)
+
+    def _keep(self, name: str, data: bytes, cap: int) -> None:
+        room = cap - self.sizes[name]
+        if len(data) > room:
+            self.truncated.add(name)
+        if room > 0 and data:
+            self.chunks[name].append(data[:room])
+            self.sizes[name] += min(room, len(data))
+
+    def _parse_report(self) -> None:
+        if self.report is not None:
+            return
+        text = b"".join(self.chunks["report"]).split(b"\n", 1)[0]
+        try:
+            report = json.loads(text)
+        except ValueError:
+            report = {"malformed": True}
+        self.report = report if isinstance(report, dict) else {"malformed": True}
+
+    def result(
+        self, status: Status, value: str | None, error: str | None, alive: bool, run_s: float
+    ) -> CellResult:
+        self.close()
+        text = {name: b"".join(self.chunks[name]).decode("utf-8", "replace") for name in ("stdout", "stderr")}
+        truncated = tuple(sorted(self.truncated - {"report"}))
+        return CellResult(status, text["stdout"], text["stderr"], value, error, alive, run_s, truncated)
+
+    def close(self) -> None:
+        for fd in self.names:
+            os.close(fd)
+        self.names = {}

@@ -1,0 +1,340 @@
+"""A node's session host: the process that keeps the node's sessions (live sandboxed interpreters)
+and runs their cells.
+
+A node starts one (`start_host`) beside its pool. The host has a sandbox slot of its own, beyond the
+pool's, from which it forks each session's interpreter (`sandbox.sessions.Interpreter`). Producers
+reach it through Redis (`broker.sessions`): the host consumes its own request list, and a session's
+record says which host holds it. Each host incarnation has a fresh id, so a session can never be
+answered by an interpreter that does not hold its state: a restarted host knows none of the old ids.
+
+Every session has a thread here that runs its requests in the order they arrived. Idle sessions
+(no cell for `ttl_s`) and old ones (`lifetime_s`) are ended and their slot freed; a host that stops
+ends all of its sessions. Sessions take at most `session_cpu_share` of the node's cores together
+(a CPU quota on their parent cgroup) and `sessions` is their number: batch scoring keeps the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from evalfarm.broker import keys
+from evalfarm.broker.sessions import SessionSpec
+from evalfarm.broker.settings import WorkerSettings
+
+log = logging.getLogger(__name__)
+
+REQUEST_TTL_S = 60  # an unread request list (its host died) is dropped after this
+REPLY_TTL_S = 60
+
+
+class SessionHost:
+    """Holds a node's sessions and serves their requests until stopped."""
+
+    def __init__(self, settings: WorkerSettings, node: str, slot: int, cpus: set[int] | None = None) -> None:
+        import redis
+
+        from evalfarm.envs.runtime import sandbox_config
+        from evalfarm.sandbox import Sandbox
+
+        self.settings = settings
+        self.host_id = f"{node}#{secrets.token_hex(6)}"
+        self.queue = keys.SESSION_QUEUE_PREFIX + self.host_id
+        self.redis = redis.Redis.from_url(str(settings.broker_url), socket_timeout=30, socket_keepalive=True)
+        self.sandbox = Sandbox(slot, sandbox_config(), cpus)
+        self.cgroup_parent = f"evalfarm-sessions-{os.getpid()}"
+        self.sessions: dict[str, _Session] = {}
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.cpu = "off (sessions share the node's cores)"
+        self.metrics = _metrics()
+
+    # -- life -------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        """Start the slot, advertise the host, and serve requests until `stop`."""
+        from evalfarm.sandbox import _cgroups
+
+        if os.geteuid() == 0:
+            self.cpu = _cgroups.share_cpu(self.cgroup_parent, self.settings.session_cpu_share * self._cores())
+        self.sandbox.start()
+        self._advertise()
+        beat = threading.Thread(target=self._beat_loop, name="evalfarm-session-beat", daemon=True)
+        beat.start()
+        log.info("session host %s: up to %d sessions, cpu %s", self.host_id, self.settings.sessions, self.cpu)
+        while not self.stopped.is_set():
+            try:
+                item = self.redis.blpop([self.queue], timeout=1)
+            except Exception as error:  # Redis restarting: the sessions live on; try again
+                log.warning("session host %s: %s", self.host_id, error)
+                self.stopped.wait(1.0)
+                continue
+            if item is not None:
+                self._dispatch(item[1])
+        self._shutdown()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def _shutdown(self) -> None:
+        with self.lock:
+            sessions = list(self.sessions.values())
+        for session in sessions:
+            session.end("the node stopped")
+        try:
+            self.redis.delete(keys.SESSION_HOST_PREFIX + self.host_id, self.queue)
+            self.redis.srem(keys.SESSION_HOSTS_KEY, self.host_id)
+        except Exception as error:  # its advertisement expires anyway
+            log.debug("could not withdraw %s: %s", self.host_id, error)
+        self.sandbox.close()
+
+    def _cores(self) -> int:
+        return len(self.sandbox.cpus or os.sched_getaffinity(0))
+
+    # -- advertisement and expiry -----------------------------------------------------------
+
+    def _beat_loop(self) -> None:
+        interval = self.settings.heartbeat_interval_s
+        while not self.stopped.wait(interval):
+            self._expire()
+            try:
+                self._advertise()
+            except Exception as error:  # Redis restarting: beat again next round
+                log.warning("session host %s: heartbeat failed: %s", self.host_id, error)
+
+    def _advertise(self) -> None:
+        with self.lock:
+            open_now = len(self.sessions)
+            records = list(self.sessions.values())
+        advert = {"queue": self.queue, "capacity": self.settings.sessions, "open": open_now}
+        ttl_ms = int(self.settings.node_dead_after_s * 1000)
+        with self.redis.pipeline() as pipe:
+            pipe.set(keys.SESSION_HOST_PREFIX + self.host_id, json.dumps(advert), px=ttl_ms)
+            pipe.sadd(keys.SESSION_HOSTS_KEY, self.host_id)
+            for session in records:  # a live session's record outlives its idle time
+                pipe.set(keys.session_key(session.id), self.host_id, px=session.record_ttl_ms())
+            pipe.execute()
+        self.metrics["open"].set(open_now)
+
+    def _expire(self) -> None:
+        """End sessions idle past their ttl, older than their lifetime, or whose interpreter died."""
+        now = time.monotonic()
+        with self.lock:
+            sessions = list(self.sessions.values())
+        for session in sessions:
+            reason = session.expired(now)
+            if reason is not None:
+                session.requests.put({"op": "expire", "reason": reason})
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def _dispatch(self, raw: bytes | str) -> None:
+        try:
+            request = json.loads(raw)
+            op, session_id, reply = request["op"], str(request["session"]), str(request["reply"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("session host %s: dropped a malformed request", self.host_id)
+            return
+        if op == "open":
+            self._open(session_id, reply, request)
+            return
+        with self.lock:
+            session = self.sessions.get(session_id)
+        if session is None:
+            self.answer(reply, {"unknown": True})
+        else:
+            session.requests.put(request)
+
+    def _open(self, session_id: str, reply: str, request: dict[str, Any]) -> None:
+        try:
+            spec = SessionSpec.model_validate(request.get("spec") or {})
+        except ValueError as error:
+            self.answer(reply, {"invalid": str(error)})
+            return
+        with self.lock:
+            if len(self.sessions) >= self.settings.sessions or session_id in self.sessions:
+                full = True
+            else:
+                full = False
+                session = self.sessions[session_id] = _Session(self, session_id, spec)
+        if full:
+            self.answer(reply, {"full": True})
+            return
+        session.requests.put({"op": "start", "reply": reply})
+        session.thread.start()
+
+    def answer(self, reply: str, message: dict[str, Any]) -> None:
+        """Push `message` on a client's reply list."""
+        try:
+            with self.redis.pipeline() as pipe:
+                pipe.rpush(reply, json.dumps(message))
+                pipe.expire(reply, REPLY_TTL_S)
+                pipe.execute()
+        except Exception as error:  # the client sees no answer and says so; the session lives on
+            log.warning("session host %s: could not answer: %s", self.host_id, error)
+
+    def forget(self, session: _Session, reason: str) -> None:
+        """A session has ended: free its place, and leave a record of why for its next request."""
+        with self.lock:
+            self.sessions.pop(session.id, None)
+        try:
+            if reason == "closed":
+                self.redis.delete(keys.session_key(session.id))
+            else:
+                self.redis.set(keys.session_key(session.id), "ended:" + reason, ex=600)
+        except Exception as error:  # the record expires on its own
+            log.debug("could not record the end of session %s: %s", session.id, error)
+
+
+class _Session:
+    """One session: its interpreter, its settings, and the thread that runs its requests in order."""
+
+    def __init__(self, host: SessionHost, session_id: str, spec: SessionSpec) -> None:
+        self.host = host
+        self.id = session_id
+        self.spec = spec
+        self.opened = self.used = time.monotonic()
+        self.interpreter: Any = None
+        self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.thread = threading.Thread(target=self._serve, name="evalfarm-session", daemon=True)
+
+    def record_ttl_ms(self) -> int:
+        """How long the session's record must last: its idle time left, and a beat's margin."""
+        idle_left = self.spec.ttl_s - (time.monotonic() - self.used)
+        return int((max(idle_left, 0) + 2 * self.host.settings.node_dead_after_s) * 1000)
+
+    def expired(self, now: float) -> str | None:
+        if now - self.used > self.spec.ttl_s:
+            return "expired"
+        if now - self.opened > min(self.spec.lifetime_s, self.host.settings.session_max_lifetime_s):
+            return "lifetime"
+        return None
+
+    def _serve(self) -> None:
+        """Run the session's requests in order until it ends; a fault of the host's own ends the
+        session (its client hears `failed`, then finds the session ended), never the host."""
+        while True:
+            request = self.requests.get()
+            try:
+                if not self._handle(request):
+                    return
+            except Exception as error:
+                log.exception("session host %s: a session failed", self.host.host_id)
+                if "reply" in request:
+                    self.host.answer(str(request["reply"]), {"failed": f"{type(error).__name__}: {error}"})
+                self.end("the node failed")
+                return
+            if self.interpreter is not None and not self.interpreter.alive:
+                self.end(self.interpreter.ended or "its interpreter exited")
+                return
+
+    def _handle(self, request: dict[str, Any]) -> bool:
+        """Serve one request; whether the session lives on."""
+        op = request["op"]
+        if op == "start":
+            return self._start(str(request["reply"]))
+        if op == "run":
+            self._run(request)
+        elif op == "close":
+            self.end("closed")
+            self.host.answer(str(request["reply"]), {"closed": True})
+            return False
+        elif op == "expire" and self.expired(time.monotonic()) is not None:  # a run may have come since
+            self.end(str(request["reason"]))
+            return False
+        return True
+
+    def _start(self, reply: str) -> bool:
+        from evalfarm.sandbox import SandboxError
+        from evalfarm.sandbox.sessions import Interpreter
+
+        host = self.host
+        name = f"{host.cgroup_parent}/s-{self.id[:16]}" if os.geteuid() == 0 else None
+        try:
+            self.interpreter = Interpreter.start(host.sandbox, self.spec.sandbox_limits(), name)
+        except SandboxError as error:
+            log.warning("session host %s: a session did not start: %s", host.host_id, error)
+            host.forget(self, "closed")
+            host.answer(reply, {"failed": str(error)})
+            return False
+        self.used = time.monotonic()
+        host.redis.set(keys.session_key(self.id), host.host_id, px=self.record_ttl_ms())
+        host.metrics["opened"].inc()
+        host.answer(reply, {"opened": True, "host": host.host_id})
+        return True
+
+    def _run(self, request: dict[str, Any]) -> None:
+        started = time.monotonic()
+        self.used = started
+        result = self.interpreter.run(
+            str(request.get("code", "")).encode(),
+            str(request.get("stdin") or "").encode(),
+            self.spec.run_timeout(request.get("timeout_s")),
+        )
+        self.used = time.monotonic()
+        self.host.metrics["run"].observe(self.used - started)
+        self.host.answer(str(request["reply"]), {"result": result.to_dict()})
+
+    def end(self, reason: str) -> None:
+        """End the interpreter and free the session's place."""
+        if self.interpreter is not None:
+            self.interpreter.close(reason)
+        self.host.forget(self, reason)
+        counter = {"expired": "expired", "lifetime": "expired", "closed": "closed"}.get(reason, "ended")
+        self.host.metrics[counter].inc()
+
+
+def _metrics() -> dict[str, Any]:
+    from evalfarm.workers.metrics import instruments
+
+    return {
+        "open": instruments.SESSIONS_OPEN,
+        "opened": instruments.SESSIONS_OPENED,
+        "expired": instruments.SESSIONS_EXPIRED,
+        "closed": instruments.SESSIONS_CLOSED,
+        "ended": instruments.SESSIONS_ENDED,
+        "run": instruments.SESSION_RUN_DURATION,
+    }
+
+
+# -- the host as a child process of a node ------------------------------------------------------
+
+
+def start_host(settings: WorkerSettings, node: str, slot: int) -> subprocess.Popen[bytes] | None:
+    """Start the node's session host as a child process (it dies with the node); None when the
+    node holds no sessions (`sessions` 0)."""
+    if settings.sessions == 0:
+        return None
+    from evalfarm.workers.embedded import _parent_death_signal
+
+    own = settings.model_dump(mode="json", include=set(WorkerSettings.model_fields))  # a Settings has more
+    config = json.dumps({"settings": own, "node": node, "slot": slot})
+    return subprocess.Popen(
+        [sys.executable, "-m", "evalfarm.workers.sessions", config],
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_parent_death_signal(signal.SIGKILL),
+    )
+
+
+def main() -> None:
+    """`python -m evalfarm.workers.sessions CONFIG`: a node's session host, until SIGTERM."""
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/sessions] %(message)s")
+    config = json.loads(sys.argv[1])
+    settings = WorkerSettings.model_validate(config["settings"])
+    host = SessionHost(settings, config["node"], config["slot"])
+    signal.signal(signal.SIGTERM, lambda *_: host.stop())
+    signal.signal(signal.SIGINT, lambda *_: host.stop())
+    host.serve()
+
+
+if __name__ == "__main__":
+    main()
