@@ -47,6 +47,11 @@ class AsyncFarm:
         self._in_flight = 0
         self._audit_keys = audit.audit_keys(settings)
 
+    @property
+    def redis(self) -> Any:
+        """The farm's asyncio Redis client (sessions speak through it)."""
+        return self._redis
+
     async def __aenter__(self) -> AsyncFarm:
         return self
 

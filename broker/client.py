@@ -146,6 +146,10 @@ class Farm:
         spec = SessionSpec.model_validate({"language": language, "ttl_s": ttl_s, "limits": limits or {}})
         return Session.open(self._redis, spec)
 
+    def attach(self, session_id: str) -> Session:
+        """A session opened elsewhere (by another process, or through the gateway), by its id."""
+        return Session.attach(self._redis, session_id)
+
     def processes(self) -> int:
         """Pool processes serving the farm: given, else as live worker nodes advertise."""
         return self._producer.processes(self._redis)

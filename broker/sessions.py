@@ -19,7 +19,8 @@ import dataclasses
 import json
 import secrets
 import time
-from typing import Any, Literal
+from collections.abc import Generator
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +31,7 @@ ANSWER_MARGIN_S = 10.0  # beyond a run's timeout and grace before a live host is
 WAIT_SLICE_S = 1.0  # how often a waiting client looks whether the session's host still lives
 OPEN_TIMEOUT_S = 25.0  # a session's start (the host's first one starts its sandbox slot)
 REQUEST_TTL_S = 60
+MAX_RUN_TIMEOUT_S = 600.0
 
 
 class SessionLimits(BaseModel):
@@ -72,8 +74,8 @@ class SessionSpec(BaseModel):
         )  # fmt: skip
 
     def run_timeout(self, given: Any) -> float:
-        """A run's timeout: the one it asks for (within 600 s), else the session's default."""
-        if isinstance(given, int | float) and not isinstance(given, bool) and 0 < given <= 600:
+        """A run's timeout: the one it asks for (within MAX_RUN_TIMEOUT_S), else the session's default."""
+        if isinstance(given, int | float) and not isinstance(given, bool) and 0 < given <= MAX_RUN_TIMEOUT_S:
             return float(given)
         return self.limits.timeout_s
 
@@ -111,6 +113,7 @@ class SessionResult:
     session_alive: bool = True
     run_s: float = 0.0
     truncated: tuple[str, ...] = ()
+    exception: dict[str, Any] | None = None  # what the run raised: ename, evalue, traceback lines
     infra_reason: str | None = None
 
     @classmethod
@@ -140,99 +143,207 @@ def lost_result(why: str) -> SessionResult:
     )
 
 
-class _Protocol:
-    """The messages of sessions on Redis, and what their answers mean (no I/O here)."""
-
-    @staticmethod
-    def pick_host(names: list[Any], adverts: list[Any]) -> list[tuple[str, str]]:
-        """Live hosts with room, most room first: (host id, its request list)."""
-        ranked = []
-        for name, advert in zip(names, adverts, strict=True):
-            if advert is None:
-                continue
-            try:
-                info = json.loads(advert)
-                room = int(info["capacity"]) - int(info["open"])
-                if room > 0:
-                    ranked.append((room, secrets.randbelow(1 << 30), _text(name), str(info["queue"])))
-            except (ValueError, KeyError, TypeError):
-                continue
-        return [(host, queue) for _, _, host, queue in sorted(ranked, reverse=True)]
-
-    @staticmethod
-    def request(op: str, session_id: str, **fields: Any) -> tuple[str, str]:
-        """A request's reply list and its message."""
-        reply = keys.SESSION_REPLY_PREFIX + secrets.token_hex(12)
-        return reply, json.dumps({"op": op, "session": session_id, "reply": reply, **fields})
-
-    @staticmethod
-    def routing(session_id: str, record: Any, host_alive: bool) -> None:
-        """Raise unless the session's record says its host holds it."""
-        text = _text(record) if record is not None else None
-        if text is None:
-            raise SessionNotFound(f"no session {session_id} (never opened, closed, or expired)")
-        if text.startswith("ended:"):
-            raise SessionNotFound(f"session {session_id} has ended ({text[6:]})")
-
-    @staticmethod
-    def run_answer(session_id: str, answer: dict[str, Any]) -> SessionResult:
-        if answer.get("unknown"):
-            return lost_result("the session's node no longer holds it")
-        return SessionResult.from_dict(answer["result"])
-
-    @staticmethod
-    def wait_s(spec_timeout_s: float, timeout_s: float | None) -> float:
-        return (timeout_s or spec_timeout_s) + INTERRUPT_GRACE_S + ANSWER_MARGIN_S
+Command = list[tuple[Any, ...]]  # Redis commands sent in one round trip: (method, *arguments)
 
 
-class Session:
-    """A live session on the farm (sync): `run` code in it, `close` it (or use `with`)."""
+def _record(session_id: str, raw: Any) -> dict[str, Any]:
+    """A session's record (its host, its ttl and run timeout); SessionNotFound when there is none
+    or it says the session ended."""
+    if raw is None:
+        raise SessionNotFound(f"no session {session_id} (never opened, closed, or expired)")
+    try:
+        record = json.loads(raw)
+        if "ended" in record:
+            raise SessionNotFound(f"session {session_id} has ended ({record['ended']})")
+        return {
+            "host": str(record["host"]),
+            "ttl_s": float(record["ttl_s"]),
+            "timeout_s": float(record["timeout_s"]),
+        }
+    except (ValueError, KeyError, TypeError):
+        raise SessionNotFound(f"session {session_id} has no valid record") from None
 
-    def __init__(self, client: Any, session_id: str, host: str, spec: SessionSpec) -> None:
+
+def _live_hosts(names: list[Any], adverts: list[Any]) -> list[tuple[str, str]]:
+    """Live hosts with room, most room first (ties in random order): (host id, its request list)."""
+    ranked = []
+    for name, advert in zip(names, adverts, strict=True):
+        try:
+            info = json.loads(advert)
+            room = int(info["capacity"]) - int(info["open"])
+        except (ValueError, KeyError, TypeError):  # None: that host's advertisement expired
+            continue
+        if room > 0:
+            ranked.append((room, secrets.randbelow(1 << 30), _text(name), str(info["queue"])))
+    return [(host, queue) for _, _, host, queue in sorted(ranked, reverse=True)]
+
+
+def _request(op: str, session_id: str, **fields: Any) -> tuple[str, str]:
+    """A request's reply list and its message."""
+    reply = keys.SESSION_REPLY_PREFIX + secrets.token_hex(12)
+    return reply, json.dumps({"op": op, "session": session_id, "reply": reply, **fields})
+
+
+def _push(queue: str, message: str) -> Command:
+    return [("rpush", queue, message), ("expire", queue, REQUEST_TTL_S)]
+
+
+# The steps of each operation, free of I/O: each yields the Redis commands of one round trip and is
+# sent their results; `_drive` runs them on a Redis client, `_drive_async` on an asyncio one.
+
+
+def _open_steps(spec: SessionSpec) -> Generator[Command, list[Any], tuple[str, dict[str, Any]]]:
+    """Open a session on the live host with the most room: (its id, its record)."""
+    (names,) = yield [("smembers", keys.SESSION_HOSTS_KEY)]
+    names = sorted(names)
+    adverts = (yield [("get", keys.SESSION_HOST_PREFIX + _text(name)) for name in names]) if names else []
+    for host, queue in _live_hosts(names, adverts):
+        session_id = secrets.token_urlsafe(16)
+        reply, message = _request("open", session_id, spec=spec.model_dump(mode="json"))
+        yield _push(queue, message)
+        (item,) = yield [("blpop", [reply], OPEN_TIMEOUT_S)]
+        answer = json.loads(item[1]) if item is not None else {}
+        if answer.get("opened"):
+            return session_id, {"host": host, "ttl_s": spec.ttl_s, "timeout_s": spec.limits.timeout_s}
+        if "invalid" in answer:
+            raise ValueError(answer["invalid"])
+        if "failed" in answer:
+            raise SessionUnavailable(f"the node could not start a session: {answer['failed']}")
+    if any(advert is not None for advert in adverts):
+        raise SessionsFull("every node holds as many sessions as it may", retry_after_s=2.0)
+    raise SessionUnavailable("no live node holds sessions (is a worker running with sessions > 0?)")
+
+
+def _run_steps(
+    session_id: str, host: str, request: dict[str, Any], wait_s: float
+) -> Generator[Command, list[Any], SessionResult]:
+    """One run, in the order the session's requests arrive: its result."""
+    reply, message = _request("run", session_id, **request)
+    advert = keys.SESSION_HOST_PREFIX + host
+    queue = keys.SESSION_QUEUE_PREFIX + host
+    record, alive, *_ = yield [
+        ("get", keys.session_key(session_id)),
+        ("exists", advert),
+        *_push(queue, message),
+    ]
+    _record(session_id, record)
+    if not alive:
+        return lost_result("the node that held the session is gone")
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        (item,) = yield [("blpop", [reply], WAIT_SLICE_S)]
+        if item is not None:
+            answer = json.loads(item[1])
+            if "result" in answer:
+                return SessionResult.from_dict(answer["result"])
+            if answer.get("unknown"):
+                return lost_result("the session's node no longer holds it")
+            raise SessionUnavailable(f"the node failed the run: {answer.get('failed')}")
+        (alive,) = yield [("exists", advert)]
+        if not alive:
+            return lost_result("the node that held the session died during the run")
+    return lost_result("the session's node did not answer in time")
+
+
+def _close_steps(session_id: str, host: str) -> Generator[Command, list[Any], None]:
+    """End the session, and wait (a little) for its host to say so; nothing when it has ended."""
+    reply, message = _request("close", session_id)
+    queue = keys.SESSION_QUEUE_PREFIX + host
+    record, *_ = yield [("get", keys.session_key(session_id)), *_push(queue, message)]
+    if record is not None and "ended" not in json.loads(record):
+        yield [("blpop", [reply], 5 * WAIT_SLICE_S)]
+
+
+def _attach_steps(session_id: str) -> Generator[Command, list[Any], dict[str, Any]]:
+    (raw,) = yield [("get", keys.session_key(session_id))]
+    return _record(session_id, raw)
+
+
+Result = TypeVar("Result")
+
+
+def _drive(client: Any, steps: Generator[Command, list[Any], Result]) -> Result:
+    """Run an operation's steps on a (sync) Redis client."""
+    answer: list[Any] | None = None
+    while True:
+        try:
+            command = steps.send(answer) if answer is not None else next(steps)
+        except StopIteration as done:
+            return done.value
+        if len(command) == 1:
+            method, *arguments = command[0]
+            answer = [getattr(client, method)(*arguments)]
+            continue
+        with client.pipeline(transaction=False) as pipe:
+            for method, *arguments in command:
+                getattr(pipe, method)(*arguments)
+            answer = pipe.execute()
+
+
+async def _drive_async(client: Any, steps: Generator[Command, list[Any], Result]) -> Result:
+    """Run an operation's steps on an asyncio Redis client."""
+    answer: list[Any] | None = None
+    while True:
+        try:
+            command = steps.send(answer) if answer is not None else next(steps)
+        except StopIteration as done:
+            return done.value
+        if len(command) == 1:
+            method, *arguments = command[0]
+            answer = [await getattr(client, method)(*arguments)]
+            continue
+        async with client.pipeline(transaction=False) as pipe:
+            for method, *arguments in command:
+                getattr(pipe, method)(*arguments)
+            answer = await pipe.execute()
+
+
+class _SessionBase:
+    """What both clients' sessions hold: the session's id, its host and its times."""
+
+    def __init__(self, client: Any, session_id: str, record: dict[str, Any]) -> None:
         self.client = client
         self.id = session_id
-        self.host = host
-        self.spec = spec
-        self.expires_at = time.time() + spec.ttl_s
+        self.host = record["host"]
+        self.ttl_s = record["ttl_s"]
+        self.timeout_s = record["timeout_s"]
+        self.expires_at = time.time() + self.ttl_s  # unix time its idleness would end it
+
+    def _run_request(
+        self, code: str, stdin: str | None, timeout_s: float | None
+    ) -> tuple[dict[str, Any], float]:
+        if timeout_s is not None and not 0 < timeout_s <= MAX_RUN_TIMEOUT_S:
+            raise ValueError(f"timeout_s must be in (0, {MAX_RUN_TIMEOUT_S:g}]")
+        wait_s = (timeout_s or self.timeout_s) + INTERRUPT_GRACE_S + ANSWER_MARGIN_S
+        return {"code": code, "stdin": stdin, "timeout_s": timeout_s}, wait_s
+
+    def _ran(self, result: SessionResult) -> SessionResult:
+        if result.session_alive:
+            self.expires_at = time.time() + self.ttl_s
+        return result
+
+
+class Session(_SessionBase):
+    """A live session on the farm (sync): `run` code in it, `close` it (or use `with`)."""
 
     @classmethod
     def open(cls, client: Any, spec: SessionSpec | None = None) -> Session:
         """Open a session on the live node with the most room; SessionsFull when none has any."""
-        spec = spec or SessionSpec()
-        names = list(client.smembers(keys.SESSION_HOSTS_KEY))
-        adverts = client.mget([keys.SESSION_HOST_PREFIX + _text(n) for n in names]) if names else []
-        for host, queue in _Protocol.pick_host(names, adverts):
-            answer = _ask(client, queue, "open", secrets.token_urlsafe(16), spec)
-            if answer is not None and answer[1].get("opened"):
-                return cls(client, answer[0], host, spec)
-            _raise_refusal(answer)
-        raise _no_room(adverts)
+        return cls(client, *_drive(client, _open_steps(spec or SessionSpec())))
+
+    @classmethod
+    def attach(cls, client: Any, session_id: str) -> Session:
+        """The session `session_id`, opened elsewhere (SessionNotFound when it has ended)."""
+        return cls(client, session_id, _drive(client, _attach_steps(session_id)))
 
     def run(self, code: str, stdin: str | None = None, timeout_s: float | None = None) -> SessionResult:
         """Run `code` in the session; its result (SessionNotFound when the session has ended)."""
-        reply, message = _Protocol.request("run", self.id, code=code, stdin=stdin, timeout_s=timeout_s)
-        queue, advert = keys.SESSION_QUEUE_PREFIX + self.host, keys.SESSION_HOST_PREFIX + self.host
-        with self.client.pipeline() as pipe:
-            pipe.get(keys.session_key(self.id)).exists(advert).rpush(queue, message).expire(
-                queue, REQUEST_TTL_S
-            )
-            record, alive, _, _ = pipe.execute()
-        _Protocol.routing(self.id, record, bool(alive))
-        if not alive:
-            return lost_result("the node that held the session is gone")
-        deadline = time.monotonic() + _Protocol.wait_s(self.spec.limits.timeout_s, timeout_s)
-        while time.monotonic() < deadline:
-            item = self.client.blpop([reply], timeout=WAIT_SLICE_S)
-            if item is not None:
-                self.expires_at = time.time() + self.spec.ttl_s
-                return _Protocol.run_answer(self.id, json.loads(item[1]))
-            if not self.client.exists(advert):
-                return lost_result("the node that held the session died during the run")
-        return lost_result("the session's node did not answer in time")
+        request, wait_s = self._run_request(code, stdin, timeout_s)
+        return self._ran(_drive(self.client, _run_steps(self.id, self.host, request, wait_s)))
 
     def close(self) -> None:
         """End the session (nothing happens when it has ended already)."""
-        _close(self.client, self.id, self.host)
+        _drive(self.client, _close_steps(self.id, self.host))
 
     def __enter__(self) -> Session:
         return self
@@ -241,113 +352,33 @@ class Session:
         self.close()
 
 
-class AsyncSession:
+class AsyncSession(_SessionBase):
     """A live session on the farm (asyncio): `await s.run(code)`; `async with`."""
-
-    def __init__(self, client: Any, session_id: str, host: str, spec: SessionSpec) -> None:
-        self.client = client
-        self.id = session_id
-        self.host = host
-        self.spec = spec
-        self.expires_at = time.time() + spec.ttl_s
 
     @classmethod
     async def open(cls, client: Any, spec: SessionSpec | None = None) -> AsyncSession:
         """Open a session on the live node with the most room; SessionsFull when none has any."""
-        spec = spec or SessionSpec()
-        names = list(await client.smembers(keys.SESSION_HOSTS_KEY))
-        adverts = await client.mget([keys.SESSION_HOST_PREFIX + _text(n) for n in names]) if names else []
-        for host, queue in _Protocol.pick_host(names, adverts):
-            answer = await _ask_async(client, queue, "open", secrets.token_urlsafe(16), spec)
-            if answer is not None and answer[1].get("opened"):
-                return cls(client, answer[0], host, spec)
-            _raise_refusal(answer)
-        raise _no_room(adverts)
+        return cls(client, *await _drive_async(client, _open_steps(spec or SessionSpec())))
+
+    @classmethod
+    async def attach(cls, client: Any, session_id: str) -> AsyncSession:
+        """The session `session_id`, opened elsewhere (SessionNotFound when it has ended)."""
+        return cls(client, session_id, await _drive_async(client, _attach_steps(session_id)))
 
     async def run(self, code: str, stdin: str | None = None, timeout_s: float | None = None) -> SessionResult:
         """Run `code` in the session; its result (SessionNotFound when the session has ended)."""
-        reply, message = _Protocol.request("run", self.id, code=code, stdin=stdin, timeout_s=timeout_s)
-        queue, advert = keys.SESSION_QUEUE_PREFIX + self.host, keys.SESSION_HOST_PREFIX + self.host
-        async with self.client.pipeline() as pipe:
-            pipe.get(keys.session_key(self.id)).exists(advert).rpush(queue, message).expire(
-                queue, REQUEST_TTL_S
-            )
-            record, alive, _, _ = await pipe.execute()
-        _Protocol.routing(self.id, record, bool(alive))
-        if not alive:
-            return lost_result("the node that held the session is gone")
-        deadline = time.monotonic() + _Protocol.wait_s(self.spec.limits.timeout_s, timeout_s)
-        while time.monotonic() < deadline:
-            item = await self.client.blpop([reply], timeout=WAIT_SLICE_S)
-            if item is not None:
-                self.expires_at = time.time() + self.spec.ttl_s
-                return _Protocol.run_answer(self.id, json.loads(item[1]))
-            if not await self.client.exists(advert):
-                return lost_result("the node that held the session died during the run")
-        return lost_result("the session's node did not answer in time")
+        request, wait_s = self._run_request(code, stdin, timeout_s)
+        return self._ran(await _drive_async(self.client, _run_steps(self.id, self.host, request, wait_s)))
 
     async def close(self) -> None:
         """End the session (nothing happens when it has ended already)."""
-        reply, message = _Protocol.request("close", self.id)
-        async with self.client.pipeline() as pipe:
-            pipe.get(keys.session_key(self.id)).rpush(keys.SESSION_QUEUE_PREFIX + self.host, message)
-            pipe.expire(keys.SESSION_QUEUE_PREFIX + self.host, REQUEST_TTL_S)
-            record, _, _ = await pipe.execute()
-        if record is not None and not _text(record).startswith("ended:"):
-            await self.client.blpop([reply], timeout=WAIT_SLICE_S * 5)
+        await _drive_async(self.client, _close_steps(self.id, self.host))
 
     async def __aenter__(self) -> AsyncSession:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-def _no_room(adverts: list[Any]) -> SessionError:
-    """Why no session opened: every live node is full (SessionsFull), or none holds sessions."""
-    if any(advert is not None for advert in adverts):
-        return SessionsFull("every node holds as many sessions as it may", retry_after_s=2.0)
-    return SessionUnavailable("no live node holds sessions (is a worker running with sessions > 0?)")
-
-
-def _ask(
-    client: Any, queue: str, op: str, session_id: str, spec: SessionSpec
-) -> tuple[str, dict[str, Any]] | None:
-    reply, message = _Protocol.request(op, session_id, spec=spec.model_dump(mode="json"))
-    with client.pipeline() as pipe:
-        pipe.rpush(queue, message).expire(queue, REQUEST_TTL_S).execute()
-    item = client.blpop([reply], timeout=OPEN_TIMEOUT_S)
-    return (session_id, json.loads(item[1])) if item is not None else None
-
-
-async def _ask_async(
-    client: Any, queue: str, op: str, session_id: str, spec: SessionSpec
-) -> tuple[str, dict[str, Any]] | None:
-    reply, message = _Protocol.request(op, session_id, spec=spec.model_dump(mode="json"))
-    async with client.pipeline() as pipe:
-        await pipe.rpush(queue, message).expire(queue, REQUEST_TTL_S).execute()
-    item = await client.blpop([reply], timeout=OPEN_TIMEOUT_S)
-    return (session_id, json.loads(item[1])) if item is not None else None
-
-
-def _raise_refusal(answer: tuple[str, dict[str, Any]] | None) -> None:
-    """A host's refusal that trying the next host cannot mend."""
-    if answer is None:
-        return  # no answer in time: the next host may
-    if "invalid" in answer[1]:
-        raise ValueError(answer[1]["invalid"])
-    if "failed" in answer[1]:
-        raise SessionUnavailable(f"the node could not start a session: {answer[1]['failed']}")
-
-
-def _close(client: Any, session_id: str, host: str) -> None:
-    reply, message = _Protocol.request("close", session_id)
-    with client.pipeline() as pipe:
-        pipe.get(keys.session_key(session_id)).rpush(keys.SESSION_QUEUE_PREFIX + host, message)
-        pipe.expire(keys.SESSION_QUEUE_PREFIX + host, REQUEST_TTL_S)
-        record, _, _ = pipe.execute()
-    if record is not None and not _text(record).startswith("ended:"):
-        client.blpop([reply], timeout=WAIT_SLICE_S * 5)
 
 
 def _text(value: Any) -> str:

@@ -40,10 +40,11 @@ _BODY_READ_S = 60.0  # a client sending its body slower than this gets 408
 class RequestError(Exception):
     """A request the gateway refuses: the HTTP status and a message for the client."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.retry_after_s = retry_after_s  # when to ask again, for a 429 or 503
 
 
 class Gateway:
@@ -56,6 +57,9 @@ class Gateway:
         self.batcher = Batcher(
             self.farm, settings.gateway_linger_s, settings.gateway_batch_jobs, self.metrics.batch_jobs.observe
         )
+        from evalfarm.gateway.sessions import Sessions  # its routes need this module's helpers
+
+        self.sessions = Sessions(self)
 
     async def score(
         self, route: str, jobs: list[Any], deadline_s: float, priority: bool = False
@@ -156,7 +160,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         path, given = _strip_token_prefix(scope["path"])
-        label = path if path in self.paths else "other"
+        label = path if path in self.paths else _template(path, self.paths)
         metrics = self.gateway.metrics
         started, status = time.monotonic(), [500]
 
@@ -191,6 +195,19 @@ class Guard:
         return any(hmac.compare_digest(c.encode(), self.token.encode()) for c in candidates)
 
 
+def _template(path: str, paths: frozenset[str]) -> str:
+    """The route template a path with parameters matches (`/v1/sessions/{session_id}/run`), for a
+    metric's label; "other" for anything else."""
+    parts = path.split("/")
+    for template in paths:
+        pattern = template.split("/")
+        if len(pattern) == len(parts) and all(
+            p == q or (p.startswith("{") and q) for p, q in zip(pattern, parts, strict=True)
+        ):
+            return template
+    return "other"
+
+
 def _strip_token_prefix(path: str) -> tuple[str, str | None]:
     """`/t/<token>/rest` -> (`/rest`, token); any other path as it is."""
     if path.startswith("/t/"):
@@ -201,7 +218,7 @@ def _strip_token_prefix(path: str) -> tuple[str, str | None]:
 
 def create_app(settings: GatewaySettings, farm: AsyncFarm | None = None) -> Starlette:
     """The gateway's ASGI application (the farm client is made when the app starts)."""
-    from evalfarm.gateway import elm, native, openrlhf, sandbox_fusion
+    from evalfarm.gateway import elm, native, openrlhf, sandbox_fusion, sessions
 
     gateway = Gateway(settings, farm)
 
@@ -212,6 +229,7 @@ def create_app(settings: GatewaySettings, farm: AsyncFarm | None = None) -> Star
 
     routes = [
         *native.routes(gateway),
+        *sessions.routes(gateway),
         *elm.routes(gateway),
         *sandbox_fusion.routes(gateway),
         *openrlhf.routes(gateway),

@@ -39,3 +39,12 @@ class GatewayMetrics:
             "evalfarm_gateway_batch_jobs", "Jobs per micro-batch: those of requests arriving together.",
             buckets=BATCH_BUCKETS, registry=self.registry,
         )  # fmt: skip
+        self.session_runs = Counter(
+            "evalfarm_gateway_session_runs_total", "Runs in sessions answered, by the run's status.",
+            ["status"], registry=self.registry,
+        )  # fmt: skip
+        self.sessions_lost = Counter(
+            "evalfarm_gateway_sessions_lost_total",
+            "Runs answered session_lost: the node holding their session was gone.",
+            registry=self.registry,
+        )

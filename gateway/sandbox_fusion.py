@@ -13,6 +13,9 @@ has no `run_result` and answers "Failed", as SandboxFusion's runner does); `mess
 `executor_pod_name`; `files`. C++ runs as the farm's `cpp` (g++ -std=gnu++17 -O2, static), compiled
 once per worker slot: the tests of a problem sent one request each reuse the binary.
 
+`POST /run_jupyter` (SandboxFusion's `RunJupyterRequest` and `RunJupyterResponse`) runs its cells in a
+session that lives for the request (`gateway.sessions`).
+
 A language in SandboxFusion's list that the farm does not run answers SandboxError, as SandboxFusion
 does for a language it has no runner for; one outside its list answers 422 with pydantic's
 `{"detail": [...]}`, as its FastAPI app does. A fault of the farm that outlived the farm's own retries
@@ -21,7 +24,9 @@ answers HTTP 504: the one status verl's client retries.
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -30,6 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from evalfarm.broker.result import Result
+from evalfarm.broker.sessions import MAX_RUN_TIMEOUT_S, SessionResult, SessionSpec
 from evalfarm.gateway.app import Gateway, RequestError, read_json, route
 from evalfarm.gateway.responses import JSONResponse
 from evalfarm.sandbox.languages import NAMES
@@ -173,6 +179,139 @@ async def run_code(request: Request, gateway: Gateway) -> Response:
     return JSONResponse(response(status, "", run, result.get("files"), compiled))
 
 
+class RunJupyterRequest(BaseModel):
+    """SandboxFusion's `/run_jupyter` request, with its defaults."""
+
+    model_config = ConfigDict(extra="ignore")
+    cells: list[str]
+    cell_timeout: float = 0  # 0: a cell may take what is left of total_timeout
+    total_timeout: float = 45
+    memory_limit_MB: int = -1
+    kernel: Literal["python3"] = "python3"
+    files: dict[str, str] = Field(default_factory=dict)
+    fetch_files: list[str] = Field(default_factory=list)
+
+
+# The cells the gateway adds around the request's: the files in before, the fetched files out after
+# (as JSON on stdout). Functions, deleted once run, so the notebook's names stay the request's own.
+_WRITE_FILES = """def _evalfarm_write(files):
+    import base64, os
+    for path, content in files.items():
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(base64.b64decode(content))
+_evalfarm_write({files!r}); del _evalfarm_write"""
+_FETCH_FILES = """def _evalfarm_fetch(paths):
+    import base64, json, os, sys
+    found = {{p: base64.b64encode(open(p, "rb").read()).decode() for p in paths if os.path.isfile(p)}}
+    sys.stdout.write(json.dumps(found))
+_evalfarm_fetch({paths!r}); del _evalfarm_fetch"""
+_JUPYTER_OUTPUT_BYTES = 16 << 20
+
+
+def jupyter_response(status: str, message: str = "", cells: list[Any] | None = None, files: Any = None,
+                     driver: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """A `RunJupyterResponse`."""
+    return {
+        "status": status,
+        "message": message,
+        "driver": driver,
+        "cells": cells or [],
+        "executor_pod_name": os.environ.get("HOSTNAME") or None,
+        "files": files or {},
+    }
+
+
+def cell_of(result: SessionResult) -> dict[str, Any]:
+    """A `CellRunResult` of a run: a notebook's streams, its display (the last expression's value as
+    `text/plain`) and its error (ename, evalue, traceback; the traceback not also in stderr)."""
+    stderr = result.stderr
+    error = []
+    if result.exception is not None:
+        error = [result.exception]
+        printed = "".join(result.exception.get("traceback") or ())
+        if printed and stderr.endswith(printed):
+            stderr = stderr[: -len(printed)]
+    display = [{"text/plain": result.value}] if result.value is not None else []
+    return {"stdout": result.stdout, "stderr": stderr, "display": display, "error": error}
+
+
+async def run_jupyter(request: Request, gateway: Gateway) -> Response:
+    """Run the cells one after another in a session that lives for the request, as SandboxFusion's
+    Jupyter kernel does: a cell's exception is in its `error`, and the next cells still run. A cell
+    past `cell_timeout`, the cells past `total_timeout`, or a cell that ends the interpreter answer
+    "Failed" with no cells, as SandboxFusion does when its driver does not finish."""
+    body = await read_json(request, gateway.settings.gateway_max_body_bytes)
+    try:
+        parsed = RunJupyterRequest.model_validate(body)
+    except ValidationError as error:
+        return JSONResponse(
+            {"detail": error.errors(include_url=False, include_context=False)}, status_code=422
+        )
+    total_s = min(max(float(parsed.total_timeout), 0.001), MAX_RUN_TIMEOUT_S)
+    limits: dict[str, Any] = {"timeout_s": total_s, "output_bytes": _JUPYTER_OUTPUT_BYTES}
+    if parsed.memory_limit_MB > 0:
+        limits["memory_mb"] = min(parsed.memory_limit_MB, MAX_LIMITS.memory_mb)
+    spec = SessionSpec.model_validate({"ttl_s": total_s + 60, "limits": limits})
+    try:
+        session = await gateway.sessions.open(spec)
+    except RequestError as error:  # no room, or no node: the farm's, which verl's client retries
+        return JSONResponse(jupyter_response("SandboxError", error.message), status_code=504)
+    try:
+        return JSONResponse(await _run_cells(gateway, session, parsed, total_s))
+    finally:
+        await gateway.sessions.close(session)
+
+
+async def _run_cells(
+    gateway: Gateway, session: Any, parsed: RunJupyterRequest, total_s: float
+) -> dict[str, Any]:
+    started = time.monotonic()
+
+    def left_s() -> float:
+        spent = time.monotonic() - started
+        return min(parsed.cell_timeout, total_s - spent) if parsed.cell_timeout > 0 else total_s - spent
+
+    if parsed.files:
+        setup = await gateway.sessions.run(session, _WRITE_FILES.format(files=parsed.files), None, total_s)
+        if setup.status != "ok":
+            return jupyter_response("Failed", f"the files could not be written: {setup.error}")
+    cells = []
+    for code in parsed.cells:
+        timeout_s = left_s()
+        result = await gateway.sessions.run(session, code, None, timeout_s) if timeout_s > 0 else None
+        if result is None or result.status == "timeout" or not result.session_alive:
+            why = result.error if result is not None else "no time was left for the cell"
+            status = "TimeLimitExceeded" if result is None or result.status == "timeout" else "Error"
+            return jupyter_response("Failed", why or "", driver=_driver(status, started))
+        cells.append(cell_of(result))
+    files: dict[str, str] = {}
+    if parsed.fetch_files:
+        fetched = await gateway.sessions.run(
+            session, _FETCH_FILES.format(paths=parsed.fetch_files), None, total_s
+        )
+        try:
+            files = {str(k): str(v) for k, v in json.loads(fetched.stdout).items()}
+        except (ValueError, AttributeError):
+            files = {}
+    return jupyter_response("Success", "", cells, files, _driver("Finished", started))
+
+
+def _driver(status: str, started: float) -> dict[str, Any]:
+    """The `driver`'s `CommandRunResult`: the session's, as a whole."""
+    finished = status == "Finished"
+    return {
+        "status": status,
+        "execution_time": round(time.monotonic() - started, 6),
+        "return_code": 0 if finished else None,
+        "stdout": "",
+        "stderr": "",
+    }
+
+
 def routes(gateway: Gateway) -> list[Route]:
-    """SandboxFusion's route."""
-    return [route("/run_code", run_code, gateway, sandbox_fusion_error, ["POST"])]
+    """SandboxFusion's routes."""
+    return [
+        route("/run_code", run_code, gateway, sandbox_fusion_error, ["POST"]),
+        route("/run_jupyter", run_jupyter, gateway, sandbox_fusion_error, ["POST"]),
+    ]

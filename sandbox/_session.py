@@ -65,7 +65,7 @@ def serve() -> NoReturn:
 
 def run_cell(code: bytes, namespace: dict[str, Any], name: str) -> dict[str, Any]:
     """Run one cell in `namespace`; its report: `value` (the repr of its last expression, or None)
-    or `error` ({ename, evalue}, its traceback printed on stderr), or `interrupted`."""
+    or `error` ({ename, evalue, traceback}, the traceback printed on stderr too), or `interrupted`."""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the manager's interrupt, at a timeout
     try:
         body, last = _split(code, name)
@@ -78,8 +78,8 @@ def run_cell(code: bytes, namespace: dict[str, Any], name: str) -> dict[str, Any
         return {"interrupted": True}
     except BaseException as error:  # the cell's own failure, SystemExit included (a kernel keeps going)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _print_exception(error)
-        return {"error": {"ename": type(error).__name__, "evalue": _text(error)}}
+        lines = _print_exception(error)
+        return {"error": {"ename": type(error).__name__, "evalue": _text(error), "traceback": lines}}
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     return {"value": shown}
 
@@ -140,16 +140,19 @@ def _write_report(fd: int, report: dict[str, Any]) -> None:
         pass
 
 
-def _print_exception(error: BaseException | None) -> None:
-    """The traceback as a notebook shows it: the cell's frames, not this module's."""
+def _print_exception(error: BaseException | None) -> list[str]:
+    """Print the traceback as a notebook shows it (the cell's frames, not this module's) on stderr;
+    its lines."""
     import traceback
 
     if error is None:
-        return
+        return []
     tb = error.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next
     try:
-        traceback.print_exception(type(error), error, tb, file=sys.stderr)
+        lines = traceback.format_exception(type(error), error, tb)
+        sys.stderr.write("".join(lines))
+        return [line[:MAX_VALUE_CHARS] for line in lines[:64]]
     except BaseException:
-        pass
+        return []

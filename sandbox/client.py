@@ -259,7 +259,10 @@ class Sandbox:
         """Fork a session's interpreter (`sandbox.sessions.Interpreter` drives it) on the slot's
         extended server (numpy already in memory, shared with every session): its channel and a
         pidfd. `cgroup_procs`: `cgroup.procs` descriptors of the session's own cgroups, which it
-        joins. A server lost under the request is started again once; then SandboxError."""
+        joins. A server lost under the request is started again once; then SandboxError.
+
+        Call it from a thread that outlives the sessions: the server may be started by this call,
+        and a fork server (with its sessions) dies with the thread that started it."""
         names = [f"cgroup{index}" for index in range(len(cgroup_procs))]
         header = {"kind": "session", "limits": limits.to_dict(), "fds": names}
         with self._lock:

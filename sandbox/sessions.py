@@ -45,6 +45,7 @@ class CellResult:
     alive: bool = True  # whether the session lives on after this cell
     run_s: float = 0.0
     truncated: tuple[str, ...] = ()  # streams cut at the output cap
+    exception: dict[str, Any] | None = None  # what the cell raised: ename, evalue, traceback (lines)
 
     def to_dict(self) -> dict[str, Any]:
         """The cell's result as the gateway answers it (the contract's status names)."""
@@ -57,6 +58,7 @@ class CellResult:
             "session_alive": self.alive,
             "run_s": round(self.run_s, 6),
             "truncated": list(self.truncated),
+            "exception": self.exception,
         }
 
 
@@ -168,12 +170,12 @@ class Interpreter:
     def _reported(self, cell: _Cell, started: float, timed_out: bool) -> CellResult:
         """The result of a cell whose interpreter reported on it (it lives on)."""
         report = cell.report or {}
-        status, error, value = Status.OK, None, None
+        status, error, value, exception = Status.OK, None, None, None
         if timed_out or report.get("interrupted"):
             status, error = Status.TIMEOUT, "the cell ran past its timeout and was interrupted"
         elif isinstance(report.get("error"), dict):
-            failure = report["error"]
-            name, text = str(failure.get("ename", "Exception")), str(failure.get("evalue", ""))
+            exception = _exception(report["error"])
+            name, text = exception["ename"], exception["evalue"]
             status = Status.MEMORY_LIMIT if name == "MemoryError" else Status.RUNTIME_ERROR
             error = f"{name}: {text}" if text else name
         elif "value" in report:
@@ -182,7 +184,8 @@ class Interpreter:
             status, error = Status.RUNTIME_ERROR, "the cell's report was malformed"
         if status is Status.OK and self.cgroups is not None and self.cgroups.oom_killed():
             status, error = Status.MEMORY_LIMIT, "a process of the session was killed for memory"
-        return cell.result(status, value, error, alive=True, run_s=time.monotonic() - started)
+        result = cell.result(status, value, error, alive=True, run_s=time.monotonic() - started)
+        return dataclasses.replace(result, exception=exception)
 
     def _ended_result(self, cell: _Cell, started: float, timed_out: bool) -> CellResult:
         """The result of a cell whose interpreter died under it (killed here, or for memory, or it
@@ -224,6 +227,16 @@ class Interpreter:
             self.cgroups = None
 
 
+def _exception(reported: dict[str, Any]) -> dict[str, Any]:
+    """What a cell raised, as its report says (its own words: plain strings, nothing else)."""
+    lines = reported.get("traceback")
+    return {
+        "ename": str(reported.get("ename", "Exception")),
+        "evalue": str(reported.get("evalue", "")),
+        "traceback": [str(line) for line in lines] if isinstance(lines, list) else [],
+    }
+
+
 class _Cell:
     """One cell's pipes (this end), its captured output under the cap, and its report."""
 
@@ -237,7 +250,8 @@ class _Cell:
 
     def open_pipe(self, name: str) -> int:
         """A pipe for stream `name`: its read end kept here (non-blocking), its write end returned."""
-        read_end, write_end = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)  # the cell's end blocks, as a program expects
+        os.set_blocking(read_end, False)
         self.names[read_end] = name
         return write_end
 

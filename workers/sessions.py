@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 REQUEST_TTL_S = 60  # an unread request list (its host died) is dropped after this
 REPLY_TTL_S = 60
+ENDED_RECORD_S = 600  # how long an ended session's record says why, before it is simply unknown
 
 
 class SessionHost:
@@ -55,6 +56,9 @@ class SessionHost:
         self.sessions: dict[str, _Session] = {}
         self.lock = threading.Lock()
         self.stopped = threading.Event()
+        # Sessions are started by one long-lived thread: a fork server dies with the thread that
+        # started it (its parent-death signal is the thread's), and every session with the server.
+        self.starting: queue.Queue[tuple[_Session, str]] = queue.Queue()
         self.cpu = "off (sessions share the node's cores)"
         self.metrics = _metrics()
 
@@ -68,8 +72,8 @@ class SessionHost:
             self.cpu = _cgroups.share_cpu(self.cgroup_parent, self.settings.session_cpu_share * self._cores())
         self.sandbox.start()
         self._advertise()
-        beat = threading.Thread(target=self._beat_loop, name="evalfarm-session-beat", daemon=True)
-        beat.start()
+        for loop, name in ((self._beat_loop, "beat"), (self._start_loop, "start")):
+            threading.Thread(target=loop, name=f"evalfarm-session-{name}", daemon=True).start()
         log.info("session host %s: up to %d sessions, cpu %s", self.host_id, self.settings.sessions, self.cpu)
         while not self.stopped.is_set():
             try:
@@ -111,6 +115,13 @@ class SessionHost:
             except Exception as error:  # Redis restarting: beat again next round
                 log.warning("session host %s: heartbeat failed: %s", self.host_id, error)
 
+    def _start_loop(self) -> None:
+        """Start each new session's interpreter, then its thread (see `starting`)."""
+        while True:
+            session, reply = self.starting.get()
+            if session.start(reply):
+                session.thread.start()
+
     def _advertise(self) -> None:
         with self.lock:
             open_now = len(self.sessions)
@@ -121,7 +132,7 @@ class SessionHost:
             pipe.set(keys.SESSION_HOST_PREFIX + self.host_id, json.dumps(advert), px=ttl_ms)
             pipe.sadd(keys.SESSION_HOSTS_KEY, self.host_id)
             for session in records:  # a live session's record outlives its idle time
-                pipe.set(keys.session_key(session.id), self.host_id, px=session.record_ttl_ms())
+                pipe.set(keys.session_key(session.id), session.record(), px=session.record_ttl_ms())
             pipe.execute()
         self.metrics["open"].set(open_now)
 
@@ -169,8 +180,7 @@ class SessionHost:
         if full:
             self.answer(reply, {"full": True})
             return
-        session.requests.put({"op": "start", "reply": reply})
-        session.thread.start()
+        self.starting.put((session, reply))
 
     def answer(self, reply: str, message: dict[str, Any]) -> None:
         """Push `message` on a client's reply list."""
@@ -190,7 +200,7 @@ class SessionHost:
             if reason == "closed":
                 self.redis.delete(keys.session_key(session.id))
             else:
-                self.redis.set(keys.session_key(session.id), "ended:" + reason, ex=600)
+                self.redis.set(keys.session_key(session.id), json.dumps({"ended": reason}), ex=ENDED_RECORD_S)
         except Exception as error:  # the record expires on its own
             log.debug("could not record the end of session %s: %s", session.id, error)
 
@@ -206,6 +216,12 @@ class _Session:
         self.interpreter: Any = None
         self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
         self.thread = threading.Thread(target=self._serve, name="evalfarm-session", daemon=True)
+
+    def record(self) -> str:
+        """The session's record in Redis: its host, its idle time and its runs' default timeout."""
+        return json.dumps(
+            {"host": self.host.host_id, "ttl_s": self.spec.ttl_s, "timeout_s": self.spec.limits.timeout_s}
+        )
 
     def record_ttl_ms(self) -> int:
         """How long the session's record must last: its idle time left, and a beat's margin."""
@@ -240,8 +256,6 @@ class _Session:
     def _handle(self, request: dict[str, Any]) -> bool:
         """Serve one request; whether the session lives on."""
         op = request["op"]
-        if op == "start":
-            return self._start(str(request["reply"]))
         if op == "run":
             self._run(request)
         elif op == "close":
@@ -253,7 +267,8 @@ class _Session:
             return False
         return True
 
-    def _start(self, reply: str) -> bool:
+    def start(self, reply: str) -> bool:
+        """Start the session's interpreter and answer its opener; whether it started."""
         from evalfarm.sandbox import SandboxError
         from evalfarm.sandbox.sessions import Interpreter
 
@@ -267,7 +282,7 @@ class _Session:
             host.answer(reply, {"failed": str(error)})
             return False
         self.used = time.monotonic()
-        host.redis.set(keys.session_key(self.id), host.host_id, px=self.record_ttl_ms())
+        host.redis.set(keys.session_key(self.id), self.record(), px=self.record_ttl_ms())
         host.metrics["opened"].inc()
         host.answer(reply, {"opened": True, "host": host.host_id})
         return True
