@@ -74,6 +74,13 @@ class SlotCgroups:
             os.pwrite(self._peak, b"0" if self.version == 1 else b"reset", 0)
             self._usage_before = int(os.pread(self._usage, 64, 0))
 
+    def joined(self) -> None:
+        """Close the `cgroup.procs` descriptors once the process that had to join has (a session's
+        cgroups keep no others: its manager holds thousands)."""
+        for fd in self.procs_fds:
+            os.close(fd)
+        self.procs_fds = []
+
     def remove(self) -> None:
         """Close the control files and remove the cgroups (once their processes are gone; a cgroup
         still busy is left, and removed with its parent's next clean-up)."""

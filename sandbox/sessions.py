@@ -91,6 +91,8 @@ class Interpreter:
             raise
         interpreter = cls(channel, pidfd, cgroups, limits)
         interpreter._hello()
+        if cgroups is not None:
+            cgroups.joined()
         return interpreter
 
     def _hello(self) -> None:
@@ -110,7 +112,7 @@ class Interpreter:
     @property
     def alive(self) -> bool:
         """Whether the interpreter still runs (it may have exited, or been killed, between cells)."""
-        if self.ended is None and select.select([self.pidfd], [], [], 0)[0]:
+        if self.ended is None and _readable(self.pidfd, 0):
             self.ended = "its interpreter exited"
         return self.ended is None
 
@@ -219,12 +221,19 @@ class Interpreter:
         self.kill(reason)
         self.channel.close()
         if self.pidfd >= 0:
-            select.select([self.pidfd], [], [], 1.0)  # its end, so that its cgroups are empty
+            _readable(self.pidfd, 1.0)  # its end, so that its cgroups are empty
             os.close(self.pidfd)
             self.pidfd = -1
         if self.cgroups is not None:
             self.cgroups.remove()
             self.cgroups = None
+
+
+def _readable(fd: int, timeout_s: float) -> bool:
+    """Whether `fd` becomes readable within `timeout_s` (poll: a host holds thousands of them)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout_s * 1000))
 
 
 def _exception(reported: dict[str, Any]) -> dict[str, Any]:

@@ -381,14 +381,14 @@ def test_a_session_cannot_see_a_batch_jobs_files(farm_with_sessions: tuple[str, 
         "env": "program",
         "code": "open('/tmp/job-secret', 'w').write('s')\nimport time\ntime.sleep(2)",
     }
-    with Farm(settings=client_settings(url), progress=False) as farm:
-        with concurrent.futures.ThreadPoolExecutor(1) as pool, farm.session() as session:
-            scored = pool.submit(farm.score, [job])
-            time.sleep(0.5)
-            seen = session.run(
-                "import os\nos.listdir('/tmp'), sorted(p for p in os.listdir('/proc') if p.isdigit())"
-            )
-            assert scored.result()[0]["status"] == "ok"
+    farm = Farm(settings=client_settings(url), progress=False)
+    with farm, concurrent.futures.ThreadPoolExecutor(1) as pool, farm.session() as session:
+        scored = pool.submit(farm.score, [job])
+        time.sleep(0.5)
+        seen = session.run(
+            "import os\nos.listdir('/tmp'), sorted(p for p in os.listdir('/proc') if p.isdigit())"
+        )
+        assert scored.result()[0]["status"] == "ok"
     assert seen.value == "([], ['1'])"
 
 
@@ -498,3 +498,31 @@ def test_run_jupyter_answers_in_sandbox_fusions_shape(gateway: str) -> None:
     assert (slow.json()["status"], slow.json()["cells"]) == ("Failed", [])
     bad = requests.post(f"{gateway}/run_jupyter", json={"cells": "print(1)"}, timeout=60)
     assert bad.status_code == 422 and "detail" in bad.json()
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("user", ["root", "unprivileged"])
+def test_sessions_work_as_root_and_as_an_unprivileged_user(user: str) -> None:
+    """As an unprivileged user the slot is a user namespace and sessions have no cgroups: the
+    state, the interrupt and the isolation hold the same."""
+    if os.geteuid() != 0:
+        pytest.skip("creating the unprivileged user needs root")
+    import subprocess
+    import sys
+
+    import unprivileged
+
+    probe = [sys.executable, str(Path(__file__).parent / "session_probe.py"), "96"]
+    command = unprivileged.command(probe) if user == "unprivileged" else probe
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["status"], r["value"], r["session_alive"]) for r in results] == [
+        ("ok", None, True),
+        ("ok", "42", True),
+        ("ok", "3", True),
+        ("timeout", None, True),
+        ("ok", "('yes', 41)", True),
+        ("ok", "(1000, 1)" if user == "unprivileged" else results[5]["value"], True),
+        ("ok", "(False, False)", True),
+    ]
+    assert results[5]["value"] != "(0, 1)"  # never root inside

@@ -68,6 +68,7 @@ class SessionHost:
         """Start the slot, advertise the host, and serve requests until `stop`."""
         from evalfarm.sandbox import _cgroups
 
+        _raise_open_files()
         if os.geteuid() == 0:
             self.cpu = _cgroups.share_cpu(self.cgroup_parent, self.settings.session_cpu_share * self._cores())
         self.sandbox.start()
@@ -306,6 +307,16 @@ class _Session:
         self.host.forget(self, reason)
         counter = {"expired": "expired", "lifetime": "expired", "closed": "closed"}.get(reason, "ended")
         self.host.metrics[counter].inc()
+
+
+def _raise_open_files() -> None:
+    """Each session holds about a dozen descriptors here (its channel, its pidfd, its cgroups'
+    files): the soft limit goes up to the hard one."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _metrics() -> dict[str, Any]:
