@@ -20,7 +20,7 @@ from evalfarm.broker.client import farm_status, language_key, progress_bar, unre
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
-from evalfarm.broker.sessions import AsyncSession, SessionSpec
+from evalfarm.broker.sessions import AsyncSession, SessionSpec, decoded
 from evalfarm.broker.settings import ClientSettings
 
 
@@ -152,16 +152,20 @@ class AsyncFarm:
 
     async def status(self) -> dict[str, Any]:
         """Whether Redis answers, and the live worker nodes and pool processes it knows of."""
-        from evalfarm.broker.keys import NODE_KEY_PREFIX
+        from evalfarm.broker.keys import NODE_KEY_PREFIX, SESSION_HOST_PREFIX, SESSION_HOSTS_KEY
 
         try:
             await self._redis.ping()
             keys = [key async for key in self._redis.scan_iter(match=NODE_KEY_PREFIX + "*", count=1000)]
             values = await self._redis.mget(keys) if keys else []
             languages = await self._redis.mget([language_key(key) for key in keys]) if keys else []
+            hosts = list(await self._redis.smembers(SESSION_HOSTS_KEY))
+            adverts = (
+                await self._redis.mget([SESSION_HOST_PREFIX + decoded(h) for h in hosts]) if hosts else []
+            )
         except Exception as error:  # unreachable: that is the answer
             return unreachable(error)
-        return farm_status(values, languages)
+        return farm_status(values, languages, adverts)
 
     def known_processes(self) -> int | None:
         """The farm's pool size if known without asking Redis (given, or read less than 30 s ago)."""

@@ -9,17 +9,18 @@ list in Redis and wakes as soon as a chunk's results are there.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
-from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX
+from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX, SESSION_HOST_PREFIX, SESSION_HOSTS_KEY
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, from_worker, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
-from evalfarm.broker.sessions import Session, SessionSpec
+from evalfarm.broker.sessions import Session, SessionSpec, decoded
 from evalfarm.broker.settings import ClientSettings
 
 __all__ = ["NODE_KEY_PREFIX", "Farm", "Result", "from_worker"]
@@ -165,9 +166,11 @@ class Farm:
             keys = list(self._redis.scan_iter(match=NODE_KEY_PREFIX + "*", count=1000))
             values = self._redis.mget(keys) if keys else []
             languages = self._redis.mget([language_key(key) for key in keys]) if keys else []
+            hosts = list(self._redis.smembers(SESSION_HOSTS_KEY))
+            adverts = self._redis.mget([SESSION_HOST_PREFIX + decoded(h) for h in hosts]) if hosts else []
         except Exception as error:  # unreachable: that is the answer
             return unreachable(error)
-        return farm_status(values, languages)
+        return farm_status(values, languages, adverts)
 
 
 def language_key(node_key: Any) -> str:
@@ -176,16 +179,34 @@ def language_key(node_key: Any) -> str:
     return LANGUAGES_KEY_PREFIX + text.removeprefix(NODE_KEY_PREFIX)
 
 
-def farm_status(node_values: list[Any], language_values: list[Any] | None = None) -> dict[str, Any]:
+def farm_status(
+    node_values: list[Any], language_values: list[Any] | None = None, session_adverts: list[Any] | None = None
+) -> dict[str, Any]:
     """The status of a farm whose Redis answered, from its live nodes' advertised pool sizes and
-    languages (`languages`: those some live node runs)."""
+    languages (`languages`: those some live node runs), and its session hosts' room (`sessions`:
+    how many live hosts, the sessions they may hold and hold now)."""
     sizes = [int(v) for v in node_values if v is not None]
     offered: set[str] = set()
     for value in language_values or ():
         if value:
             offered.update((value.decode() if isinstance(value, bytes) else value).split(","))
     status = {"redis": True, "nodes": sum(1 for n in sizes if n), "processes": sum(sizes)}
-    return {**status, "languages": sorted(offered)}
+    return {**status, "languages": sorted(offered), "sessions": session_room(session_adverts or [])}
+
+
+def session_room(adverts: list[Any]) -> dict[str, int]:
+    """The live session hosts' room, from their advertisements (None: expired)."""
+    room = {"hosts": 0, "capacity": 0, "open": 0}
+    for advert in adverts:
+        try:
+            info = json.loads(advert)
+            capacity, open_now = int(info["capacity"]), int(info["open"])
+        except (TypeError, ValueError, KeyError):
+            continue
+        room["hosts"] += 1
+        room["capacity"] += capacity
+        room["open"] += open_now
+    return room
 
 
 def unreachable(error: Exception) -> dict[str, Any]:
@@ -196,6 +217,7 @@ def unreachable(error: Exception) -> dict[str, Any]:
         "nodes": 0,
         "processes": 0,
         "languages": [],
+        "sessions": {"hosts": 0, "capacity": 0, "open": 0},
     }
 
 

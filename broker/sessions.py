@@ -15,6 +15,7 @@ timeout's interrupt) or never existed raises `SessionNotFound`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import secrets
@@ -31,6 +32,7 @@ ANSWER_MARGIN_S = 10.0  # beyond a run's timeout and grace before a live host is
 WAIT_SLICE_S = 1.0  # how often a waiting client looks whether the session's host still lives
 OPEN_TIMEOUT_S = 25.0  # a session's start (the host's first one starts its sandbox slot)
 REQUEST_TTL_S = 60
+HOSTS_WAIT_S = 5.0  # how long an open waits for a first live session host
 MAX_RUN_TIMEOUT_S = 600.0
 
 
@@ -143,7 +145,8 @@ def lost_result(why: str) -> SessionResult:
     )
 
 
-Command = list[tuple[Any, ...]]  # Redis commands sent in one round trip: (method, *arguments)
+# Redis commands sent in one round trip: (method, *arguments); ("sleep", seconds) alone waits.
+Command = list[tuple[Any, ...]]
 
 
 def _record(session_id: str, raw: Any) -> dict[str, Any]:
@@ -174,7 +177,7 @@ def _live_hosts(names: list[Any], adverts: list[Any]) -> list[tuple[str, str]]:
         except (ValueError, KeyError, TypeError):  # None: that host's advertisement expired
             continue
         if room > 0:
-            ranked.append((room, secrets.randbelow(1 << 30), _text(name), str(info["queue"])))
+            ranked.append((room, secrets.randbelow(1 << 30), decoded(name), str(info["queue"])))
     return [(host, queue) for _, _, host, queue in sorted(ranked, reverse=True)]
 
 
@@ -194,9 +197,16 @@ def _push(queue: str, message: str) -> Command:
 
 def _open_steps(spec: SessionSpec) -> Generator[Command, list[Any], tuple[str, dict[str, Any]]]:
     """Open a session on the live host with the most room: (its id, its record)."""
-    (names,) = yield [("smembers", keys.SESSION_HOSTS_KEY)]
-    names = sorted(names)
-    adverts = (yield [("get", keys.SESSION_HOST_PREFIX + _text(name)) for name in names]) if names else []
+    deadline = time.monotonic() + HOSTS_WAIT_S
+    while True:
+        (names,) = yield [("smembers", keys.SESSION_HOSTS_KEY)]
+        names = sorted(names)
+        adverts = (
+            (yield [("get", keys.SESSION_HOST_PREFIX + decoded(name)) for name in names]) if names else []
+        )
+        if any(advert is not None for advert in adverts) or time.monotonic() > deadline:
+            break
+        yield [("sleep", 0.2)]  # no host yet: a node that just started has its host up in a second
     for host, queue in _live_hosts(names, adverts):
         session_id = secrets.token_urlsafe(16)
         reply, message = _request("open", session_id, spec=spec.model_dump(mode="json"))
@@ -272,7 +282,11 @@ def _drive(client: Any, steps: Generator[Command, list[Any], Result]) -> Result:
             return done.value
         if len(command) == 1:
             method, *arguments = command[0]
-            answer = [getattr(client, method)(*arguments)]
+            if method == "sleep":
+                time.sleep(*arguments)
+                answer = [None]
+            else:
+                answer = [getattr(client, method)(*arguments)]
             continue
         with client.pipeline(transaction=False) as pipe:
             for method, *arguments in command:
@@ -290,7 +304,8 @@ async def _drive_async(client: Any, steps: Generator[Command, list[Any], Result]
             return done.value
         if len(command) == 1:
             method, *arguments = command[0]
-            answer = [await getattr(client, method)(*arguments)]
+            call = asyncio.sleep(*arguments) if method == "sleep" else getattr(client, method)(*arguments)
+            answer = [await call]
             continue
         async with client.pipeline(transaction=False) as pipe:
             for method, *arguments in command:
@@ -381,5 +396,6 @@ class AsyncSession(_SessionBase):
         await self.close()
 
 
-def _text(value: Any) -> str:
+def decoded(value: Any) -> str:
+    """A Redis reply as text."""
     return value.decode() if isinstance(value, bytes) else str(value)

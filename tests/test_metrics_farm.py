@@ -188,3 +188,43 @@ def test_a_second_farm_on_the_machine_prints_its_own_metrics_url_not_the_firsts(
         for up in (second, first):
             up.send_signal(signal.SIGTERM)
             assert up.wait(60) == 0
+
+
+@pytest.mark.sandbox
+def test_metrics_count_sessions(redis_server, workers, tmp_path: Path) -> None:
+    """The node's session host records into the node's metrics: sessions open, opened, closed,
+    ended by a run, expired, and the runs' durations."""
+    url = metrics_node(workers, tmp_path, concurrency=1, EVALFARM_SESSIONS="4")
+    with Farm(settings=client_settings(redis_server.url), progress=False) as client:
+        wait_for(lambda: _can_open(client), 60.0, "the session host")
+        kept = client.session(ttl_s=600)
+        for code in ("x = 1", "x + 1", "1/0"):
+            kept.run(code)
+        ended = client.session(ttl_s=600)
+        ended.run("import os\nos._exit(0)")
+        client.session(ttl_s=1)  # left idle: it expires
+        open_now = ("evalfarm_sessions_open", frozenset())
+
+        def counted() -> bool:
+            samples = scrape(url)
+            return (
+                samples.get(("evalfarm_sessions_expired_total", frozenset())) == 1
+                and samples.get(open_now) == 1
+            )
+
+        wait_for(counted, 20.0, "the idle session to expire and the counts to show it")
+        samples = scrape(url)
+        assert samples[("evalfarm_sessions_opened_total", frozenset())] == 4  # the probe's one, then three
+        assert samples[("evalfarm_sessions_closed_total", frozenset())] == 1  # the probe's
+        assert samples[("evalfarm_sessions_ended_total", frozenset())] == 1
+        assert samples[("evalfarm_session_run_seconds_count", frozenset())] == 4
+        kept.close()
+        wait_for(lambda: scrape(url).get(open_now) == 0, 10.0, "no session open")
+
+
+def _can_open(client: Farm) -> bool:
+    try:
+        client.session().close()
+    except Exception:
+        return False
+    return True

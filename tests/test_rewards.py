@@ -321,3 +321,13 @@ def test_the_map_elites_example_fills_an_archive(tmp_path: Path) -> None:
     final = example("map_elites.py", "--generations", "3", "--batch", "16", "--plot", str(plot))
     assert final["elites"] > 0 and 0 < final["coverage"] <= 1 and final["best"] > 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_agent_sessions_example_runs_its_rollouts() -> None:
+    """Every rollout's session kept its state through a raising turn and an interrupted one, and
+    every final answer earned its reward from a job."""
+    outcome = example("agent_sessions.py", "--rollouts", "8")
+    assert outcome["rewards"] == [1.0] * 8
+    assert outcome["turns"] == [["ok", "ok", "ok", "runtime_error", "timeout", "ok"]] * 8

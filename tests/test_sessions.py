@@ -413,6 +413,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_sessions_over_http(gateway: str) -> None:
+    health = requests.get(f"{gateway}/v1/health", timeout=30).json()
+    assert health["sessions"] == {"hosts": 1, "capacity": 3, "open": 0}
     opened = requests.post(f"{gateway}/v1/sessions", json={"language": "python", "ttl_s": 60}, timeout=30)
     assert opened.status_code == 201, opened.text
     session_id = opened.json()["session_id"]
@@ -428,6 +430,9 @@ def test_sessions_over_http(gateway: str) -> None:
     assert gone.status_code == 404 and "error" in gone.json()
     assert requests.delete(f"{gateway}/v1/sessions/{session_id}", timeout=30).status_code == 404
     assert requests.post(f"{gateway}/v1/sessions/nope/run", json={"code": "1"}, timeout=30).status_code == 404
+    metrics = requests.get(f"{gateway}/metrics", timeout=30).text
+    assert 'evalfarm_gateway_session_runs_total{status="timeout"} 1.0' in metrics
+    assert 'evalfarm_gateway_request_duration_seconds_count{route="/v1/sessions/{session_id}/run"}' in metrics
 
 
 @pytest.mark.integration
