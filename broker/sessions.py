@@ -246,6 +246,8 @@ def _run_steps(
             answer = json.loads(item[1])
             if "result" in answer:
                 return SessionResult.from_dict(answer["result"])
+            if answer.get("ended"):
+                raise SessionNotFound(f"session {session_id} has ended ({answer['ended']})")
             if answer.get("unknown"):
                 return lost_result("the session's node no longer holds it")
             raise SessionUnavailable(f"the node failed the run: {answer.get('failed')}")

@@ -169,6 +169,14 @@ class Sandbox:
             self._base.start()
             log.info("%s", self.status_line)
 
+    def start_extended(self) -> dict[str, str]:
+        """Start the extended server (the one sessions are forked from) and wait for it; its layers."""
+        with self._lock:
+            self._extended.start()
+            log.info("sandbox slot %d (extended server): %s", self.slot,
+                     "; ".join(f"{k} {v}" for k, v in self._extended.layers.items()))  # fmt: skip
+            return self._extended.layers
+
     def launch(self) -> None:
         """Spawn the base server without waiting for it, so it can set up while the caller works."""
         self._base.launch()

@@ -204,6 +204,8 @@ class Interpreter:
         return cell.result(status, None, f"{error}; the session has ended", alive=False, run_s=run_s)
 
     def _signal(self, signum: int) -> None:
+        if self.pidfd < 0:  # closed: the interpreter was ended already
+            return
         try:
             signal.pidfd_send_signal(self.pidfd, signum)
         except ProcessLookupError:

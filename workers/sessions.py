@@ -15,6 +15,7 @@ ends all of its sessions. Sessions take at most `session_cpu_share` of the node'
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 REQUEST_TTL_S = 60  # an unread request list (its host died) is dropped after this
 REPLY_TTL_S = 60
+ENDED_KEPT = 10_000  # ended sessions whose reason the host still gives, should a run race the record
 ENDED_RECORD_S = 600  # how long an ended session's record says why, before it is simply unknown
 
 
@@ -58,7 +60,8 @@ class SessionHost:
         self.stopped = threading.Event()
         # Sessions are started by one long-lived thread: a fork server dies with the thread that
         # started it (its parent-death signal is the thread's), and every session with the server.
-        self.starting: queue.Queue[tuple[_Session, str]] = queue.Queue()
+        self.starting: queue.Queue[tuple[_Session, str] | None] = queue.Queue()
+        self.ended: collections.OrderedDict[str, str] = collections.OrderedDict()  # id -> why, lately
         self.cpu = "off (sessions share the node's cores)"
         self.metrics = _metrics()
 
@@ -71,7 +74,7 @@ class SessionHost:
         _raise_open_files()
         if os.geteuid() == 0:
             self.cpu = _cgroups.share_cpu(self.cgroup_parent, self.settings.session_cpu_share * self._cores())
-        self.sandbox.start()
+        self.starting.put(None)  # the start thread starts the slot's server first
         self._advertise()
         for loop, name in ((self._beat_loop, "beat"), (self._start_loop, "start")):
             threading.Thread(target=loop, name=f"evalfarm-session-{name}", daemon=True).start()
@@ -119,7 +122,14 @@ class SessionHost:
     def _start_loop(self) -> None:
         """Start each new session's interpreter, then its thread (see `starting`)."""
         while True:
-            session, reply = self.starting.get()
+            item = self.starting.get()
+            if item is None:
+                try:
+                    self.sandbox.start_extended()
+                except Exception:  # each session's start tries again, and answers why it failed
+                    log.exception("session host %s: the sandbox slot did not start", self.host_id)
+                continue
+            session, reply = item
             if session.start(reply):
                 session.thread.start()
 
@@ -161,8 +171,9 @@ class SessionHost:
             return
         with self.lock:
             session = self.sessions.get(session_id)
+            why = self.ended.get(session_id)
         if session is None:
-            self.answer(reply, {"unknown": True})
+            self.answer(reply, {"ended": why} if why else {"unknown": True})
         else:
             session.requests.put(request)
 
@@ -197,6 +208,9 @@ class SessionHost:
         """A session has ended: free its place, and leave a record of why for its next request."""
         with self.lock:
             self.sessions.pop(session.id, None)
+            self.ended[session.id] = reason
+            while len(self.ended) > ENDED_KEPT:
+                self.ended.popitem(last=False)
         try:
             if reason == "closed":
                 self.redis.delete(keys.session_key(session.id))
