@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
@@ -145,15 +145,26 @@ def job_of(parsed: RunCodeRequest) -> dict[str, Any]:
     }
 
 
-async def run_code(request: Request, gateway: Gateway) -> Response:
-    """Run the code as SandboxFusion would; answer in its shape."""
+Parsed = TypeVar("Parsed", bound=BaseModel)
+
+
+async def _parsed(request: Request, gateway: Gateway, model: type[Parsed]) -> Parsed | Response:
+    """The body as `model`, or the 422 with pydantic's `{"detail": [...]}` SandboxFusion's FastAPI
+    app answers."""
     body = await read_json(request, gateway.settings.gateway_max_body_bytes)
     try:
-        parsed = RunCodeRequest.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as error:
         return JSONResponse(
             {"detail": error.errors(include_url=False, include_context=False)}, status_code=422
         )
+
+
+async def run_code(request: Request, gateway: Gateway) -> Response:
+    """Run the code as SandboxFusion would; answer in its shape."""
+    parsed = await _parsed(request, gateway, RunCodeRequest)
+    if isinstance(parsed, Response):
+        return parsed
     if parsed.language not in RUNS:
         message = (
             f"language {parsed.language!r} is not run by this sandbox (it runs: {', '.join(sorted(RUNS))})"
@@ -241,13 +252,9 @@ async def run_jupyter(request: Request, gateway: Gateway) -> Response:
     Jupyter kernel does: a cell's exception is in its `error`, and the next cells still run. A cell
     past `cell_timeout`, the cells past `total_timeout`, or a cell that ends the interpreter answer
     "Failed" with no cells, as SandboxFusion does when its driver does not finish."""
-    body = await read_json(request, gateway.settings.gateway_max_body_bytes)
-    try:
-        parsed = RunJupyterRequest.model_validate(body)
-    except ValidationError as error:
-        return JSONResponse(
-            {"detail": error.errors(include_url=False, include_context=False)}, status_code=422
-        )
+    parsed = await _parsed(request, gateway, RunJupyterRequest)
+    if isinstance(parsed, Response):
+        return parsed
     total_s = min(max(float(parsed.total_timeout), 0.001), MAX_RUN_TIMEOUT_S)
     limits: dict[str, Any] = {"timeout_s": total_s, "output_bytes": _JUPYTER_OUTPUT_BYTES}
     if parsed.memory_limit_MB > 0:

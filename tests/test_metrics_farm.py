@@ -125,7 +125,10 @@ def test_metrics_count_the_jobs_a_farm_scored_by_env_and_status(workers, farm, t
 
 def test_recycled_children_keep_totals_and_a_bounded_directory(redis_server, workers, tmp_path: Path) -> None:
     # One job per message and one message per child: every job is scored by a fresh child.
-    url = metrics_node(workers, tmp_path, concurrency=1, EVALFARM_MAX_TASKS_PER_CHILD="1")
+    # No session host: its own files (one process's) would count here beside the pool's.
+    url = metrics_node(
+        workers, tmp_path, concurrency=1, EVALFARM_MAX_TASKS_PER_CHILD="1", EVALFARM_SESSIONS="0"
+    )
     jobs = sleepy_jobs(12, sleep_s=0.0)
     settings = client_settings(redis_server.url, max_chunk_jobs=1, farm_processes=1)
     with Farm(settings=settings, progress=False) as client:
@@ -203,21 +206,21 @@ def test_metrics_count_sessions(redis_server, workers, tmp_path: Path) -> None:
         ended = client.session(ttl_s=600)
         ended.run("import os\nos._exit(0)")
         client.session(ttl_s=1)  # left idle: it expires
-        open_now = ("evalfarm_sessions_open", frozenset())
+        python = frozenset({("language", "python")})
+        open_now = ("evalfarm_sessions_open", python)
 
         def counted() -> bool:
             samples = scrape(url)
             return (
-                samples.get(("evalfarm_sessions_expired_total", frozenset())) == 1
-                and samples.get(open_now) == 1
+                samples.get(("evalfarm_sessions_expired_total", python)) == 1 and samples.get(open_now) == 1
             )
 
         wait_for(counted, 20.0, "the idle session to expire and the counts to show it")
         samples = scrape(url)
-        assert samples[("evalfarm_sessions_opened_total", frozenset())] == 4  # the probe's one, then three
-        assert samples[("evalfarm_sessions_closed_total", frozenset())] == 1  # the probe's
-        assert samples[("evalfarm_sessions_ended_total", frozenset())] == 1
-        assert samples[("evalfarm_session_run_seconds_count", frozenset())] == 4
+        assert samples[("evalfarm_sessions_opened_total", python)] == 4  # the probe's one, then three
+        assert samples[("evalfarm_sessions_closed_total", python)] == 1  # the probe's
+        assert samples[("evalfarm_sessions_ended_total", python)] == 1
+        assert samples[("evalfarm_session_run_seconds_count", python)] == 4
         kept.close()
         wait_for(lambda: scrape(url).get(open_now) == 0, 10.0, "no session open")
 

@@ -531,3 +531,47 @@ def test_sessions_work_as_root_and_as_an_unprivileged_user(user: str) -> None:
         ("ok", "(False, False)", True),
     ]
     assert results[5]["value"] != "(0, 1)"  # never root inside
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sessions' CPU quota is a cgroup's: root")
+def test_sessions_take_no_more_than_their_share_of_the_cores(farm_with_sessions: tuple[str, Workers]) -> None:
+    """A session spinning for 2 s of wall time gets the CPU its node's share allows (a quarter of
+    the node's cores here, half a core), not a whole core: the rest is batch scoring's."""
+    url, workers = farm_with_sessions
+    workers.start(concurrency=1, EVALFARM_SESSIONS="4", EVALFARM_SESSION_CPU_SHARE="0.25")
+    wait_for(lambda: bool(session_hosts(url)), 60, "the session host")
+    spin = (
+        "import time\nstart = time.monotonic()\n"
+        "while time.monotonic() - start < 2:\n    pass\ntime.process_time()"
+    )
+    with Farm(settings=client_settings(url), progress=False) as farm, farm.session() as session:
+        cpu_s = float(session.run(spin, timeout_s=10).value or 0)
+    cores = len(os.sched_getaffinity(0))
+    assert cpu_s < 2 * 0.25 * cores * 1.3, cpu_s  # its quota, and some slack for the period's edges
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_a_gateway_restart_leaks_no_session(farm_with_sessions: tuple[str, Workers]) -> None:
+    """The gateway holds nothing: sessions opened through one that is then killed are found by the
+    next one by their id, and those left idle end on their node."""
+    url, workers = farm_with_sessions
+    start_node(url, workers, sessions=4)
+    first = GatewayProcess(url, free_port(), worker_env()).start()
+    try:
+        first.wait_ready(60)
+        kept = requests.post(f"{first.url}/v1/sessions", json={"ttl_s": 60}, timeout=30).json()["session_id"]
+        requests.post(f"{first.url}/v1/sessions/{kept}/run", json={"code": "x = 7"}, timeout=30)
+        requests.post(f"{first.url}/v1/sessions", json={"ttl_s": 2}, timeout=30)  # left behind
+    finally:
+        first.stop(grace_s=0)
+    second = GatewayProcess(url, free_port(), worker_env()).start()
+    try:
+        second.wait_ready(60)
+        answer = requests.post(f"{second.url}/v1/sessions/{kept}/run", json={"code": "x"}, timeout=30).json()
+        assert answer["value"] == "7"
+        wait_for(lambda: session_hosts(url)[0]["open"] == 1, 15, "the abandoned session to expire")
+    finally:
+        second.stop(grace_s=10)

@@ -336,7 +336,7 @@ def _raise_open_files() -> None:
 def _metrics() -> dict[str, Any]:
     from evalfarm.workers.metrics import instruments
 
-    return {
+    metrics = {
         "open": instruments.SESSIONS_OPEN,
         "opened": instruments.SESSIONS_OPENED,
         "expired": instruments.SESSIONS_EXPIRED,
@@ -344,6 +344,7 @@ def _metrics() -> dict[str, Any]:
         "ended": instruments.SESSIONS_ENDED,
         "run": instruments.SESSION_RUN_DURATION,
     }
+    return {name: metric.labels("python") for name, metric in metrics.items()}  # the one language yet
 
 
 # -- the host as a child process of a node ------------------------------------------------------

@@ -97,27 +97,37 @@ WORKER_PROCESSES = Gauge(
 )
 
 # Sessions (workers.sessions): recorded by the node's session host, served with the node's metrics.
+# Labelled by the sessions' language (a closed set): a metric without labels would make a file for
+# its value in every process that imports this module, the pool's children included.
 SESSIONS_OPEN = Gauge(
     "evalfarm_sessions_open",
     "Sessions this node holds now.",
+    ["language"],
     multiprocess_mode="livesum",
     registry=None,
 )
-SESSIONS_OPENED = Counter("evalfarm_sessions_opened_total", "Sessions this node opened.", registry=None)
+SESSIONS_OPENED = Counter(
+    "evalfarm_sessions_opened_total", "Sessions this node opened.", ["language"], registry=None
+)
 SESSIONS_EXPIRED = Counter(
     "evalfarm_sessions_expired_total",
     "Sessions ended for idleness or age (ttl_s, lifetime_s).",
+    ["language"],
     registry=None,
 )
-SESSIONS_CLOSED = Counter("evalfarm_sessions_closed_total", "Sessions their client closed.", registry=None)
+SESSIONS_CLOSED = Counter(
+    "evalfarm_sessions_closed_total", "Sessions their client closed.", ["language"], registry=None
+)
 SESSIONS_ENDED = Counter(
     "evalfarm_sessions_ended_total",
     "Sessions ended by what a run did (killed past its timeout, out of memory, its interpreter exited).",
+    ["language"],
     registry=None,
 )
 SESSION_RUN_DURATION = Histogram(
     "evalfarm_session_run_seconds",
     "Time from a session's run reaching its node to its answer.",
+    ["language"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 120, 600),
     registry=None,
 )
