@@ -1,4 +1,5 @@
-"""SandboxFusion's own runner tests, unchanged, against the gateway's `/run_code` over HTTP.
+"""SandboxFusion's own runner tests, unchanged, against the gateway's `/run_code` (and, for
+`--languages jupyter`, `/run_jupyter`) over HTTP.
 
 SandboxFusion's tests (`sandbox/tests/runners/test_<language>.py` in its repository) build
 `TestClient(app)` from `sandbox.server.server`. This script runs them with that one module replaced:
@@ -117,7 +118,7 @@ def main() -> None:
         for language in args.languages.split(","):
             rows.append((language, *run_language(python, args.snapshot, language, farm.http)))
             print(f"{language}: {rows[-1][1]}/{rows[-1][2]}", flush=True)
-    print("\nSandboxFusion's runner tests against the gateway's /run_code")
+    print("\nSandboxFusion's runner tests against the gateway's /run_code and /run_jupyter")
     for language, passed, total, failed in rows:
         print(
             f"  {language:<8} {passed}/{total} passed" + (f"  failed: {', '.join(failed)}" if failed else "")
