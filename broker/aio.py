@@ -17,6 +17,7 @@ from typing import Any
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
 from evalfarm.broker.client import farm_status, language_key, progress_bar, unreachable
+from evalfarm.broker.connections import MasterWatch, async_redis_client, redis_client
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
@@ -35,14 +36,16 @@ class AsyncFarm:
         processes: int | None = None,
         progress: bool = False,
     ) -> None:
-        import redis.asyncio
-
         settings = (settings or ClientSettings.from_env()).with_broker(broker_url)
         self.settings = settings
         self.progress = progress
         self.last_stats = BatchStats()
         self._producer = Producer(settings, processes)
-        self._redis = redis.asyncio.Redis.from_url(str(settings.backend_url), **redis_options(settings))
+        # A failover may lose the last writes: a batch looks for its tasks soon after one.
+        self._master_watch = MasterWatch()
+        self._redis = async_redis_client(
+            str(settings.backend_url), settings.redis_master, self._master_watch, **redis_options(settings)
+        )
         self._sync_redis: Any = None  # for sizing, read in a thread
         self._in_flight = 0
         self._audit_keys = audit.audit_keys(settings)
@@ -118,6 +121,7 @@ class AsyncFarm:
                 run.plan(known if known is not None else await asyncio.to_thread(self.processes))
             lane = self._producer.lane(priority)
             loop = steps(run)
+            generation = self._master_watch.generation
             answer: Any = None  # what the last step asked for: replies, or the tasks found
             while (step := next_step(loop, answer)) is not None:
                 answer = None
@@ -128,6 +132,9 @@ class AsyncFarm:
                     await asyncio.to_thread(self._producer.publish, run, step.outgoing, lane, reply_key)
                 elif isinstance(step, Receive):
                     answer = await replies.areceive(self._redis, reply_key, step.wait_s, step.most)
+                    if self._master_watch.generation != generation:  # a failover, which retries hid
+                        generation = self._master_watch.generation
+                        run.broker_trouble()
                 else:
                     answer = await audit.alocate(self._redis, self._audit_keys, step.task_ids)
         finally:
@@ -174,10 +181,9 @@ class AsyncFarm:
     def processes(self) -> int:
         """Pool processes serving the farm (blocking: read in a thread from async code)."""
         if self._sync_redis is None:
-            import redis
-
-            self._sync_redis = redis.Redis.from_url(
-                str(self.settings.backend_url), **redis_options(self.settings)
+            settings = self.settings
+            self._sync_redis = redis_client(
+                str(settings.backend_url), settings.redis_master, **redis_options(settings)
             )
         return self._producer.processes(self._sync_redis)
 

@@ -7,6 +7,7 @@ from typing import Any
 from celery import Celery
 from kombu import Exchange, Queue
 
+from evalfarm.broker.connections import is_sentinel
 from evalfarm.broker.errors import ConfigError
 from evalfarm.broker.keys import PRIORITY_STEPS, SEP
 
@@ -22,12 +23,14 @@ def celery_config(settings: FarmSettings) -> dict[str, Any]:
     """The Celery settings of the farm; each reliability choice is explained where it is made."""
     if not settings.broker_url:
         raise ConfigError("no broker URL: set EVALFARM_BROKER_URL or pass --broker")
+    sentinel = is_sentinel(settings.broker_url)
+    backend = "SentinelReplyBackend" if is_sentinel(settings.backend_url) else "ReplyBackend"
     return {
         "broker_url": settings.broker_url,
         # kombu's Redis transport, but a queue item that is not an envelope is dropped, not fatal.
-        "broker_transport": "evalfarm.broker.transport:Transport",
+        "broker_transport": f"evalfarm.broker.transport:{'SentinelTransport' if sentinel else 'Transport'}",
         # Celery's Redis backend, pushing each task's outcome to its producer's reply list.
-        "result_backend": f"evalfarm.broker.backend:ReplyBackend+{settings.backend_url}",
+        "result_backend": f"evalfarm.broker.backend:{backend}+{settings.backend_url}",
         "evalfarm_reply_ttl_s": settings.reply_ttl_s,
         # JSON only: a message is data from a producer we do not control, never pickle.
         "task_serializer": "json",
@@ -66,7 +69,10 @@ def celery_config(settings: FarmSettings) -> dict[str, Any]:
         "redis_socket_connect_timeout": 5,
         "redis_retry_on_timeout": True,
         "broker_transport_options": transport_options(settings),
-        "result_backend_transport_options": {"retry_policy": {"max_retries": 50, "interval_max": 1.0}},
+        "result_backend_transport_options": {
+            "retry_policy": {"max_retries": 50, "interval_max": 1.0},
+            **({"master_name": settings.redis_master} if is_sentinel(settings.backend_url) else {}),
+        },
         # A producer publishing while Redis restarts waits for it instead of failing the batch.
         "task_publish_retry": True,
         "task_publish_retry_policy": {
@@ -90,8 +96,11 @@ def celery_config(settings: FarmSettings) -> dict[str, Any]:
 
 
 def transport_options(settings: FarmSettings) -> dict[str, Any]:
-    """kombu's Redis transport options: redelivery timing, priorities and health checks."""
+    """kombu's Redis transport options: redelivery timing, priorities and health checks (and the
+    master's name, for Sentinel)."""
+    master = {"master_name": settings.redis_master} if is_sentinel(settings.broker_url) else {}
     return {
+        **master,
         # A running task is redelivered once the visibility timeout passes: keep it above the hard
         # time limit (FarmSettings checks), and sweep for the messages of dead workers often.
         "visibility_timeout": settings.visibility_timeout_s,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import states
-from celery.backends.redis import RedisBackend
+from celery.backends.redis import RedisBackend, SentinelBackend
 
 from evalfarm.broker.keys import REPLY_PREFIX
 
@@ -61,3 +61,8 @@ class ReplyBackend(RedisBackend):
             pipe.rpush(reply_list, payload)
             pipe.expire(reply_list, self.reply_ttl_s)
             pipe.execute()
+
+
+class SentinelReplyBackend(ReplyBackend, SentinelBackend):
+    """The reply backend on a master found through Redis Sentinel (`sentinel://` URLs): each new
+    connection goes to the current master, so pushes follow a failover."""

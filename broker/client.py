@@ -16,6 +16,7 @@ from typing import Any
 
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
+from evalfarm.broker.connections import MasterWatch, redis_client
 from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX, SESSION_HOST_PREFIX, SESSION_HOSTS_KEY
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, from_worker, infra_result
@@ -42,14 +43,16 @@ class Farm:
         processes: int | None = None,
         progress: bool = True,
     ) -> None:
-        import redis
-
         settings = (settings or ClientSettings.from_env()).with_broker(broker_url)
         self.settings = settings
         self.progress = progress
         self.last_stats = BatchStats()
         self._producer = Producer(settings, processes)
-        self._redis = redis.Redis.from_url(str(settings.backend_url), **redis_options(settings))
+        # A failover may lose the last writes: a batch looks for its tasks soon after one.
+        self._master_watch = MasterWatch()
+        self._redis = redis_client(
+            str(settings.backend_url), settings.redis_master, self._master_watch, **redis_options(settings)
+        )
         self._in_flight = 0
         self._lock = threading.Lock()
         self._audit_keys = audit.audit_keys(settings)
@@ -116,6 +119,7 @@ class Farm:
             run.plan(self.processes() if spread else 0)
             lane = self._producer.lane(priority)
             loop = steps(run)
+            generation = self._master_watch.generation
             answer: Any = None  # what the last step asked for: replies, or the tasks found
             while (step := next_step(loop, answer)) is not None:
                 answer = None
@@ -126,6 +130,9 @@ class Farm:
                     self._producer.publish(run, step.outgoing, lane, reply_key)
                 elif isinstance(step, Receive):
                     answer = replies.receive(self._redis, reply_key, step.wait_s, step.most)
+                    if self._master_watch.generation != generation:  # a failover, which retries hid
+                        generation = self._master_watch.generation
+                        run.broker_trouble()
                 else:
                     answer = audit.locate(self._redis, self._audit_keys, step.task_ids)
         finally:

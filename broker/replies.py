@@ -3,7 +3,8 @@
 Workers push each finished task's outcome onto the reply list its producer named
 (`broker.backend`); the producer blocks on that list with BLPOP, so it wakes when a result exists,
 then takes whatever else has arrived with one LPOP. Redis trouble is not an answer: the read
-returns nothing and the caller waits again, until its deadline.
+returns None (not the empty list of a wait that timed out) and the caller waits again, until its
+deadline, looking sooner for tasks a failover may have lost (`BatchRun.broker_trouble`).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ def decode(payloads: list[Any]) -> list[dict[str, Any]]:
     return replies
 
 
-def receive(client: Any, key: str, timeout_s: float, expected: int = _TAKE) -> list[dict[str, Any]]:
-    """Replies on `key`, waiting up to `timeout_s` for the first; [] on timeout or Redis trouble.
+def receive(client: Any, key: str, timeout_s: float, expected: int = _TAKE) -> list[dict[str, Any]] | None:
+    """Replies on `key`, waiting up to `timeout_s` for the first; [] on timeout, None on Redis trouble.
 
     `expected`: replies still awaited; once the first is in, the rest are taken only if there are
     more to come (a single job's round trip costs one command, not two).
@@ -60,10 +61,12 @@ def receive(client: Any, key: str, timeout_s: float, expected: int = _TAKE) -> l
     except Exception as error:  # Redis restarting or paused: the caller waits again
         log.warning("reply list unreadable, retrying: %s", error)
         time.sleep(min(_BROKEN_PAUSE_S, timeout_s))
-        return []
+        return None
 
 
-async def areceive(client: Any, key: str, timeout_s: float, expected: int = _TAKE) -> list[dict[str, Any]]:
+async def areceive(
+    client: Any, key: str, timeout_s: float, expected: int = _TAKE
+) -> list[dict[str, Any]] | None:
     """`receive` for an asyncio Redis client."""
     try:
         if timeout_s < _MIN_BLOCK_S:
@@ -76,4 +79,4 @@ async def areceive(client: Any, key: str, timeout_s: float, expected: int = _TAK
     except Exception as error:  # Redis restarting or paused: the caller waits again
         log.warning("reply list unreadable, retrying: %s", error)
         await asyncio.sleep(min(_BROKEN_PAUSE_S, timeout_s))
-        return []
+        return None

@@ -42,6 +42,7 @@ _CHUNK_KILLERS = ("WorkerLostError", "TimeLimitExceeded")
 _SUCCESS = "SUCCESS"
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
 _WAIT_CAP_S = 2.0  # the longest single wait: a deadline or a due retry is never slept through
+_QUICK_AUDIT_S = 3.0  # after Redis trouble: how soon, and how often, pending tasks are looked for
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +76,8 @@ class Publish:
 
 @dataclasses.dataclass(frozen=True)
 class Receive:
-    """Wait at most `wait_s` for replies on the batch's list; send back the list of replies read."""
+    """Wait at most `wait_s` for replies on the batch's list; send back the list of replies read,
+    or None when Redis failed under the read."""
 
     wait_s: float
     most: int
@@ -105,7 +107,10 @@ def steps(run: BatchRun) -> Generator[Step, Any, None]:
         due = run.due()
         if due:
             yield Publish(due)
-        for reply in (yield Receive(run.wait_s(), len(run.pending))):
+        received = yield Receive(run.wait_s(), len(run.pending))
+        if received is None:  # Redis trouble: it restarted, or failed over to a replica
+            run.broker_trouble()
+        for reply in received or ():
             run.on_reply(reply)
         looked_for = run.audit_due()
         if looked_for:
@@ -146,6 +151,7 @@ class BatchRun:
         self._published_at: dict[str, float] = {}
         self._missing_once: set[str] = set()  # not found by the last audit
         self._next_audit = time.monotonic() + settings.lost_task_audit_s
+        self._quick_audits = 0  # audits still to make soon, and of every pending task (after trouble)
 
     # -- what to publish ----------------------------------------------------------------------
 
@@ -264,15 +270,31 @@ class BatchRun:
         now = time.monotonic() if now is None else now
         if now < self._next_audit:
             return []
+        if self._quick_audits:
+            self._next_audit = now + _QUICK_AUDIT_S
+            return list(self._published_at)
         self._next_audit = now + self.settings.lost_task_audit_s
         oldest = now - self.settings.lost_task_audit_s
         return [task_id for task_id, at in self._published_at.items() if at <= oldest]
+
+    def broker_trouble(self, now: float | None = None) -> None:
+        """Redis failed under a read: it may have restarted without its last second, or failed over
+        to a replica that had not yet received the last writes (replication is asynchronous). Tasks
+        or replies written then may be gone: look for every pending task soon, twice (the rule of
+        two audits in a row), instead of after `lost_task_audit_s`."""
+        now = time.monotonic() if now is None else now
+        self._quick_audits = 2
+        self._next_audit = min(self._next_audit, now + _QUICK_AUDIT_S)
 
     def audited(self, looked_for: list[str], found: set[str] | None) -> None:
         """`found`: those of `looked_for` the farm holds (None: it could not tell). A task missing at
         two audits in a row is lost: published again."""
         if found is None:
             return
+        if self._quick_audits:  # one of the audits after trouble is done (one that could tell)
+            self._quick_audits -= 1
+            if not self._quick_audits:
+                self._next_audit = time.monotonic() + self.settings.lost_task_audit_s
         missing = {task_id for task_id in looked_for if task_id not in found and task_id in self.pending}
         lost, self._missing_once = missing & self._missing_once, missing - self._missing_once
         for task_id in lost:

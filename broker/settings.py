@@ -11,7 +11,6 @@ on (where Redis is, the queues, the time limits that decide when a message is re
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Self
 
@@ -27,9 +26,11 @@ class FarmSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # Where the farm lives. No broker means "start an embedded farm" for `evalfarm score`.
+    # Where the farm lives. No broker means "start an embedded farm" for `evalfarm score`. Redis
+    # Sentinel in kombu's form, `sentinel://HOST:26379;sentinel://HOST2:26379`, with the master's name.
     broker_url: str | None = None
     result_backend: str | None = Field(default=None, description="defaults to broker_url")
+    redis_master: str | None = Field(default=None, description="the Sentinels' name for the master")
 
     # Workloads: env id -> queue; envs not listed go to `default_queue` (the catalog's queues).
     default_queue: str = "code"
@@ -70,19 +71,21 @@ class FarmSettings(BaseModel):
     @field_validator("broker_url", "result_backend")
     @classmethod
     def _check_url(cls, url: str | None) -> str | None:
-        """Refuse a Redis URL no client can connect with (a bad port, a database that is not a
-        number), with the reason, rather than retrying it until a deadline."""
-        if url is None or url.split("://", 1)[0] not in ("redis", "rediss"):
-            return url
-        parsed = urllib.parse.urlsplit(url)
-        try:
-            parsed.port  # noqa: B018 - parsing it is the check
-        except ValueError as error:
-            raise ValueError(f"not a Redis URL: {url!r} ({error})") from None
-        database = parsed.path.strip("/")
-        if database and not database.isdigit():
-            raise ValueError(f"not a Redis URL: {url!r} (the database {database!r} is not a number)")
+        """Refuse a URL no client can connect with (a bad port, a database that is not a number, an
+        unknown scheme), with the reason, rather than retrying it until a deadline."""
+        from evalfarm.broker.connections import check
+
+        check(url, master_name="(checked with the settings)")
         return url
+
+    @model_validator(mode="after")
+    def _check_master_name(self) -> Self:
+        """A Sentinel URL without the master's name reaches nothing: refuse it at once."""
+        from evalfarm.broker.connections import check
+
+        check(self.broker_url, self.redis_master)
+        check(self.result_backend, self.redis_master)
+        return self
 
     @model_validator(mode="after")
     def _check_time_limits(self) -> Self:

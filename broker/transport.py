@@ -1,5 +1,5 @@
-"""kombu's Redis transport, hardened against messages that are not kombu envelopes at all, and
-recording which worker node holds each message it delivered.
+"""kombu's Redis transport (and its Sentinel variant), hardened against messages that are not
+kombu envelopes at all, and recording which worker node holds each message it delivered.
 
 Anyone who can write to Redis can push bytes onto a queue. kombu decodes what BRPOP returns without a
 guard, so one such item raises out of the worker's event loop and Celery stops the whole node
@@ -138,3 +138,17 @@ class Transport(redis.Transport):
     """The Redis transport with the hardened channel; selected by `broker_transport`."""
 
     Channel = Channel
+
+
+class SentinelChannel(Channel, redis.SentinelChannel):
+    """The hardened channel, finding the master through Redis Sentinel (`master_name`)."""
+
+    from_transport_options = tuple(  # type: ignore[assignment]
+        dict.fromkeys((*Channel.from_transport_options, *redis.SentinelChannel.from_transport_options))
+    )
+
+
+class SentinelTransport(redis.SentinelTransport):
+    """The Sentinel transport with the hardened channel: for `sentinel://` broker URLs."""
+
+    Channel = SentinelChannel

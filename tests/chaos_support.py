@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import redis
 from farm_support import wait_until
+from sentinel_support import MASTER, SentinelRedis
 
 from evalfarm.broker.client import Farm
+from evalfarm.broker.connections import redis_client
 from evalfarm.broker.keys import NODE_KEY_PREFIX, held_key
 from evalfarm.broker.settings import Settings
 from evalfarm.workers.embedded import NodeProcess, RedisServer
@@ -116,16 +117,22 @@ def node_env(**overrides: str) -> dict[str, str]:
 
 
 class Cluster:
-    """A private Redis and the nodes started on it; all stopped by `close`."""
+    """A private Redis (or a master, a replica and three Sentinels) and the nodes started on it; all
+    stopped by `close`."""
 
-    def __init__(self, directory: str) -> None:
-        self.redis = RedisServer(directory=directory).start()
+    def __init__(self, directory: str, sentinel: bool = False) -> None:
+        self.sentinel = SentinelRedis(Path(directory)).start() if sentinel else None
+        self.redis = RedisServer(directory=directory).start() if not sentinel else None
+        self.master = MASTER if sentinel else None
         self.nodes: list[NodeProcess] = []
         self._names = 0
 
     @property
     def url(self) -> str:
-        return self.redis.url
+        return self.sentinel.url if self.sentinel else self.redis.url  # type: ignore[union-attr]
+
+    def client(self) -> Any:
+        return redis_client(self.url, self.master)
 
     def start_node(self, concurrency: int = 2, cpus: str | None = None, slot_base: int = 0) -> NodeProcess:
         """Start a node and wait until it advertises its pool."""
@@ -133,9 +140,10 @@ class Cluster:
         name = f"chaos{self._names}@localhost"
         args = ["--concurrency", str(concurrency), "--name", name, "--slot-base", str(slot_base)]
         args += ["--cpus", cpus] if cpus else []
-        node = NodeProcess(self.url, args, node_env()).start()
+        env = node_env(**({"EVALFARM_REDIS_MASTER": self.master} if self.master else {}))
+        node = NodeProcess(self.url, args, env).start()
         self.nodes.append(node)
-        client = redis.Redis.from_url(self.url)
+        client = self.client()
         deadline = time.monotonic() + 60
         try:
             while time.monotonic() < deadline:
@@ -148,21 +156,24 @@ class Cluster:
             client.close()
         raise RuntimeError(f"node {name} did not start")
 
-    def farm(self) -> Farm:
+    def farm(self, **settings: Any) -> Farm:
         """A producer with the default settings (none read from this process's environment)."""
-        settings = Settings(broker_url=self.url)
-        return Farm(settings=settings, progress=False)
+        return Farm(
+            settings=Settings(broker_url=self.url, redis_master=self.master, **settings), progress=False
+        )
 
     def close(self) -> None:
         for node in self.nodes:
             node.stop(grace_s=5)
-        self.redis.close()
+        for server in (self.redis, self.sentinel):
+            if server is not None:
+                server.close()
 
 
 @contextlib.contextmanager
-def cluster() -> Iterator[Cluster]:
+def cluster(sentinel: bool = False) -> Iterator[Cluster]:
     with tempfile.TemporaryDirectory(prefix="evalfarm-chaos-") as directory:
-        running = Cluster(directory)
+        running = Cluster(directory, sentinel)
         try:
             yield running
         finally:
@@ -440,7 +451,7 @@ def restored_after(c: Cluster, node: NodeProcess, killed_at: float) -> str:
     result: list[str] = []
 
     def watch() -> None:
-        client = redis.Redis.from_url(c.url)
+        client = c.client()
         try:
             wait_until(lambda: not client.exists(held_key(holder)), 120)
             result.append(f"{time.monotonic() - killed_at:.1f} s after the kill")
@@ -472,6 +483,47 @@ def pause_redis(n_jobs: int) -> Row:
         return "SIGSTOP 30 s, two nodes"
 
     return _one_node("Redis paused", n_jobs, fault, two_nodes=True)
+
+
+def _failover(name: str, n_jobs: int, at_start: bool) -> Row:
+    """A batch on a Sentinel-watched Redis whose master is killed -9: once a third of the results
+    are in (the producer blocked on its reply list, workers mid-chunk), or `at_start`, while the
+    producer is still publishing the batch's messages (one job each). Notes Sentinel's own
+    failover time (the kill to a new master named) and the kill to the batch's end."""
+    jobs = batch(n_jobs)
+    with cluster(sentinel=True) as farm_cluster:
+        farm_cluster.start_node()
+        assert farm_cluster.sentinel is not None
+        sentinels = farm_cluster.sentinel
+        with farm_cluster.farm(max_chunk_jobs=1 if at_start else 256) as farm:
+            farm.score(batch(4))  # both servers of each slot up before the clock starts
+            killed: dict[str, float] = {}
+
+            def fault() -> str:
+                old = sentinels.kill_master()
+                killed["at"] = time.monotonic()
+                wait_until(lambda: sentinels.master_port() not in (None, old), 60, poll_s=0.05)
+                killed["failover_s"] = time.monotonic() - killed["at"]
+                return ""
+
+            if at_start:
+                threading.Timer(0.02, fault).start()
+                seen, seconds, _ = stream_with_fault(farm, jobs, lambda: None)
+            else:
+                seen, seconds, _ = stream_with_fault(farm, jobs, fault)
+            after_s = time.monotonic() - killed["at"]
+            note = (
+                f"Sentinel failover {killed.get('failover_s', 0):.1f} s; kill to batch done {after_s:.1f} s"
+            )
+            return judge(Row(name, len(jobs), seconds=seconds, note=note), jobs, seen, farm)
+
+
+def failover_mid_batch(n_jobs: int) -> Row:
+    return _failover("the Redis master (Sentinel)", n_jobs, at_start=False)
+
+
+def failover_while_publishing(n_jobs: int) -> Row:
+    return _failover("the Redis master, while publishing", n_jobs, at_start=True)
 
 
 PRODUCER = """
@@ -514,6 +566,8 @@ SCENARIOS: dict[str, Callable[[int], Row]] = {
     "redis_pause": pause_redis,
     "producer": kill_producer_and_resend,
     "same_job_every_try": kill_one_job_every_try,
+    "sentinel_failover": failover_mid_batch,
+    "sentinel_publishing": failover_while_publishing,
 }
 
 

@@ -174,3 +174,23 @@ def test_split_parts_merge_on_a_worker_and_a_failed_merge_is_tried_again() -> No
     assert again == merge
     run.on_reply(reply(again_id, {**ok(job), "env": "weight_edits"}))
     assert settled(run)[0]["status"] == "ok" and run.finished
+
+
+def test_after_redis_trouble_every_pending_task_is_looked_for_soon_then_as_usual() -> None:
+    """A failover to a replica may lose what was written last (a task, a reply): after trouble,
+    every pending task is audited within seconds (twice, the rule of two in a row), not only the
+    tasks pending for `lost_task_audit_s`."""
+    run = make_run(jobs(3), lost_task_audit_s=30.0)
+    [(task_id, _)] = publish_all(run)
+    now = time.monotonic()
+    assert run.audit_due(now) == []  # published just now: not due for 30 s
+    run.broker_trouble(now)
+    assert run.audit_due(now + 1.0) == []
+    assert run.audit_due(now + 3.5) == [task_id]
+    run.audited([task_id], None)  # Redis could not tell (queues busy): it asks again soon
+    assert run.audit_due(now + 7.0) == [task_id]
+    run.audited([task_id], set())  # missing once
+    assert run.audit_due(now + 10.5) == [task_id]
+    run.audited([task_id], set())  # missing twice: published again
+    assert run.pending == {} and [o.chunk.indices for o in run.due(time.monotonic() + 60)] == [(0, 1, 2)]
+    assert run.audit_due(now + 14.0) == []  # back to every 30 s

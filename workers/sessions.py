@@ -44,15 +44,16 @@ class SessionHost:
     """Holds a node's sessions and serves their requests until stopped."""
 
     def __init__(self, settings: WorkerSettings, node: str, slot: int, cpus: set[int] | None = None) -> None:
-        import redis
-
+        from evalfarm.broker.connections import redis_client
         from evalfarm.envs.runtime import sandbox_config
         from evalfarm.sandbox import Sandbox
 
         self.settings = settings
         self.host_id = f"{node}#{secrets.token_hex(6)}"
         self.queue = keys.SESSION_QUEUE_PREFIX + self.host_id
-        self.redis = redis.Redis.from_url(str(settings.broker_url), socket_timeout=30, socket_keepalive=True)
+        self.redis = redis_client(
+            str(settings.broker_url), settings.redis_master, socket_timeout=30, socket_keepalive=True
+        )
         self.sandbox = Sandbox(slot, sandbox_config(), cpus)
         self.cgroup_parent = f"evalfarm-sessions-{os.getpid()}"
         self.sessions: dict[str, _Session] = {}

@@ -45,12 +45,12 @@ class BrokerCollector:
     """Queue depths and unacknowledged messages, read from Redis at each scrape (never cached)."""
 
     def __init__(self, settings: WorkerSettings) -> None:
-        import redis
+        from evalfarm.broker.connections import redis_client
 
         self._queues = settings.queues
         self._keys = queue_keys(settings)
-        self._client = redis.Redis.from_url(
-            settings.broker_url or "", socket_timeout=2.0, socket_connect_timeout=2.0
+        self._client = redis_client(
+            settings.broker_url or "", settings.redis_master, socket_timeout=2.0, socket_connect_timeout=2.0
         )
 
     def collect(self) -> Iterator[Metric]:

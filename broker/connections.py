@@ -1,0 +1,160 @@
+"""Redis clients for the farm's own keys (reply lists, liveness, audits, sessions, metrics), from the
+farm's broker URL: a plain `redis://` or `rediss://` URL, or Redis Sentinel in kombu's form.
+
+Sentinel: `sentinel://HOST1:26379;sentinel://HOST2:26379;sentinel://HOST3:26379` (a password and a
+database on the first, `sentinel://:PASSWORD@HOST1:26379/0;...`, are the master's), with the
+master's name in the `redis_master` setting (`EVALFARM_REDIS_MASTER`). A client made here asks
+the Sentinels where the master is at each new connection, so it follows a failover without a
+restart: a command on a connection to the old master fails (a connection error, or READONLY on a
+demoted one) and is retried on a fresh connection to the new master. Celery's side (the broker
+transport, the result backend) is configured for the same URL by `broker.app`.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+SENTINEL_SCHEMES = ("sentinel", "sentinels")  # sentinels: the master is reached over TLS
+
+
+class ConnectionConfigError(ValueError):
+    """A broker URL or master name no client can connect with."""
+
+
+class MasterWatch:
+    """Counts the times a client's new connections went to another server than the one before: a
+    failover. redis-py retries a command that failed on a dead master on a connection to the new one,
+    so the caller never sees the error; what the failover lost (the last writes, not yet replicated)
+    it learns here, as a change of `generation`."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self._address: tuple[str, int] | None = None
+
+    def saw(self, host: str, port: int) -> None:
+        """A connection to `host:port` was made."""
+        address = (str(host), int(port))
+        if self._address is not None and address != self._address:
+            self.generation += 1
+        self._address = address
+
+
+def is_sentinel(url: str | None) -> bool:
+    """Whether `url` names Redis Sentinels rather than a Redis server."""
+    return bool(url) and str(url).split("://", 1)[0] in SENTINEL_SCHEMES
+
+
+def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    """The Sentinels' addresses of a `sentinel://...;sentinel://...` URL, and the master's connection
+    options it carries (password, username, database, TLS); ConnectionConfigError when malformed."""
+    addresses: list[tuple[str, int]] = []
+    options: dict[str, Any] = {}
+    for chunk in url.split(";"):
+        parsed = urllib.parse.urlsplit(chunk.strip())
+        if parsed.scheme not in SENTINEL_SCHEMES or not parsed.hostname:
+            raise ConnectionConfigError(f"not a Sentinel address: {chunk!r} (expected sentinel://HOST:PORT)")
+        try:
+            port = parsed.port or 26379
+        except ValueError as error:
+            raise ConnectionConfigError(f"not a Sentinel address: {chunk!r} ({error})") from None
+        addresses.append((parsed.hostname, port))
+        if parsed.password and "password" not in options:
+            options["password"] = urllib.parse.unquote(parsed.password)
+            if parsed.username:
+                options["username"] = urllib.parse.unquote(parsed.username)
+        database = parsed.path.strip("/")
+        if database:
+            if not database.isdigit():
+                raise ConnectionConfigError(f"not a Sentinel URL: the database {database!r} is not a number")
+            options.setdefault("db", int(database))
+        if parsed.scheme == "sentinels":
+            options["ssl"] = True
+    return addresses, options
+
+
+def redis_client(
+    url: str, master_name: str | None = None, watch: MasterWatch | None = None, **options: Any
+) -> Any:
+    """A redis-py client of the farm's Redis (`options`: socket timeouts and the like; `watch`: told
+    of every new connection's server)."""
+    if watch is not None:
+
+        def connected(connection: Any) -> None:
+            connection.on_connect()
+            watch.saw(connection.host, connection.port)
+
+        options = {**options, "redis_connect_func": connected}
+    if not is_sentinel(url):
+        import redis
+
+        return redis.Redis.from_url(url, **options)
+    from redis.sentinel import Sentinel
+
+    addresses, master = _sentinel_config(url, master_name, options)
+    sentinel = Sentinel(addresses, sentinel_kwargs=_sentinel_kwargs(options), **master)
+    return sentinel.master_for(str(master_name))
+
+
+def async_redis_client(
+    url: str, master_name: str | None = None, watch: MasterWatch | None = None, **options: Any
+) -> Any:
+    """An asyncio redis-py client of the farm's Redis."""
+    if watch is not None:
+
+        async def connected(connection: Any) -> None:
+            await connection.on_connect()
+            watch.saw(connection.host, connection.port)
+
+        options = {**options, "redis_connect_func": connected}
+    if not is_sentinel(url):
+        import redis.asyncio
+
+        return redis.asyncio.Redis.from_url(url, **options)
+    from redis.asyncio.sentinel import Sentinel
+
+    addresses, master = _sentinel_config(url, master_name, options)
+    sentinel = Sentinel(addresses, sentinel_kwargs=_sentinel_kwargs(options), **master)
+    return sentinel.master_for(str(master_name))
+
+
+def check(url: str | None, master_name: str | None) -> None:
+    """Refuse, with the reason, a URL no client can connect with (at start, not at first use)."""
+    if url is None:
+        return
+    scheme = url.split("://", 1)[0]
+    if is_sentinel(url):
+        sentinel_parts(url)
+        if not master_name:
+            raise ConnectionConfigError(
+                "a Sentinel broker URL needs the master's name: set EVALFARM_REDIS_MASTER (redis_master)"
+            )
+    elif scheme in ("redis", "rediss"):
+        parsed = urllib.parse.urlsplit(url)
+        try:
+            parsed.port  # noqa: B018 - parsing it is the check
+        except ValueError as error:
+            raise ConnectionConfigError(f"not a Redis URL: {url!r} ({error})") from None
+        database = parsed.path.strip("/")
+        if database and not database.isdigit():
+            raise ConnectionConfigError(
+                f"not a Redis URL: {url!r} (the database {database!r} is not a number)"
+            )
+    elif "+" not in scheme and scheme not in ("unix", "memory"):
+        raise ConnectionConfigError(
+            f"not a broker URL: {url!r} (expected redis://, rediss://, or sentinel://HOST:PORT;sentinel://...)"
+        )
+
+
+def _sentinel_config(
+    url: str, master_name: str | None, options: dict[str, Any]
+) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    check(url, master_name)
+    addresses, master = sentinel_parts(url)
+    return addresses, {**options, **master}
+
+
+def _sentinel_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+    """The Sentinels' own connections: the same timeouts as the master's."""
+    keep = ("socket_timeout", "socket_connect_timeout", "socket_keepalive")
+    return {name: options[name] for name in keep if name in options}

@@ -1,0 +1,120 @@
+"""Redis under Sentinel for the tests: a master, a replica and three Sentinels, each a real
+`redis-server` process on a free loopback port (the Sentinels are the same binary in Sentinel mode).
+
+Sentinel's own failover time is set here: a master silent for `DOWN_AFTER_MS` is down once two
+Sentinels agree, and a replica is promoted at once (`FAILOVER_TIMEOUT_MS` bounds a stuck failover).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+from evalfarm.workers.embedded import free_port, redis_server_binary
+
+MASTER = "evalfarm"
+DOWN_AFTER_MS = 2000
+FAILOVER_TIMEOUT_MS = 10000
+
+
+class SentinelRedis:
+    """A master, a replica and three Sentinels watching them; all stopped by `close`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.binary = redis_server_binary()
+        self.ports = {"master": free_port(), "replica": free_port()}
+        self.sentinel_ports = [free_port() for _ in range(3)]
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    @property
+    def url(self) -> str:
+        """The farm's broker URL: every Sentinel, in kombu's form."""
+        return ";".join(f"sentinel://127.0.0.1:{port}" for port in self.sentinel_ports)
+
+    def start(self) -> SentinelRedis:
+        self._server("master", self.ports["master"])
+        self._server("replica", self.ports["replica"], "--replicaof", "127.0.0.1", str(self.ports["master"]))
+        for index, port in enumerate(self.sentinel_ports):
+            self._sentinel(index, port)
+        self.wait_for_master(self.ports["master"], 30)
+        return self
+
+    def _server(self, name: str, port: int, *extra: str) -> None:
+        folder = self.directory / name
+        folder.mkdir(exist_ok=True)
+        command = [
+            self.binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+            "--appendonly", "yes",
+            "--appendfsync", "everysec", "--save", "", "--protected-mode", "no", *extra,
+        ]  # fmt: skip
+        self.processes[name] = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
+        _wait_answering(port)
+
+    def _sentinel(self, index: int, port: int) -> None:
+        config = self.directory / f"sentinel{index}.conf"
+        config.write_text(
+            f"port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {self.directory}\n"
+            f"sentinel monitor {MASTER} 127.0.0.1 {self.ports['master']} 2\n"
+            f"sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\n"
+            f"sentinel failover-timeout {MASTER} {FAILOVER_TIMEOUT_MS}\n"
+            f"sentinel parallel-syncs {MASTER} 1\n"
+        )
+        self.processes[f"sentinel{index}"] = subprocess.Popen(
+            [self.binary, str(config), "--sentinel"], stdout=subprocess.DEVNULL, start_new_session=True
+        )
+        _wait_answering(port)
+
+    def master_port(self) -> int | None:
+        """The master's port as the first Sentinel that answers says."""
+        for port in self.sentinel_ports:
+            try:
+                client = redis.Redis(port=port, socket_timeout=1)
+                address = client.execute_command("SENTINEL", "get-master-addr-by-name", MASTER)
+                client.close()
+                if address:
+                    return int(address[1])
+            except redis.RedisError:
+                continue
+        return None
+
+    def wait_for_master(self, port: int, timeout_s: float) -> None:
+        """Until the Sentinels name `port` the master and a replica is in sync with it."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.master_port() == port:
+                info = redis.Redis(port=port, socket_timeout=1).info("replication")
+                if info.get("connected_slaves", 0) >= 1 or info.get("role") == "master":
+                    return
+            time.sleep(0.1)
+        raise AssertionError(f"the Sentinels did not name {port} the master within {timeout_s} s")
+
+    def kill_master(self) -> int:
+        """SIGKILL the current master; its port."""
+        port = self.master_port()
+        name = next(n for n, p in self.ports.items() if p == port)
+        os.kill(self.processes[name].pid, signal.SIGKILL)
+        self.processes[name].wait()
+        return int(port or 0)
+
+    def close(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def _wait_answering(port: int, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            redis.Redis(port=port, socket_timeout=0.5).ping()
+            return
+        except redis.RedisError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing answered on port {port}")
