@@ -17,7 +17,7 @@ from typing import Any
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
 from evalfarm.broker.client import farm_status, language_key, progress_bar, unreachable
-from evalfarm.broker.connections import MasterWatch, async_redis_client, redis_client
+from evalfarm.broker.connections import MasterWatch, aclose, async_redis_client, close, redis_client
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
@@ -63,10 +63,10 @@ class AsyncFarm:
 
     async def close(self) -> None:
         """Release the broker and Redis connections."""
-        await self._redis.aclose()
+        await aclose(self._redis)
         self._producer.close()
         if self._sync_redis is not None:
-            self._sync_redis.close()
+            close(self._sync_redis)
 
     async def score(
         self,

@@ -16,7 +16,7 @@ from typing import Any
 
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
-from evalfarm.broker.connections import MasterWatch, redis_client
+from evalfarm.broker.connections import MasterWatch, close, redis_client
 from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX, SESSION_HOST_PREFIX, SESSION_HOSTS_KEY
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, from_worker, infra_result
@@ -66,7 +66,7 @@ class Farm:
     def close(self) -> None:
         """Release the broker and Redis connections."""
         self._producer.close()
-        self._redis.close()
+        close(self._redis)
 
     def score(
         self,

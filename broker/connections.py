@@ -15,7 +15,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-SENTINEL_SCHEMES = ("sentinel", "sentinels")  # sentinels: the master is reached over TLS
+SENTINEL_SCHEMES = ("sentinel",)
 
 
 class ConnectionConfigError(ValueError):
@@ -47,7 +47,7 @@ def is_sentinel(url: str | None) -> bool:
 
 def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
     """The Sentinels' addresses of a `sentinel://...;sentinel://...` URL, and the master's connection
-    options it carries (password, username, database, TLS); ConnectionConfigError when malformed."""
+    options it carries (password, username, database); ConnectionConfigError when malformed."""
     addresses: list[tuple[str, int]] = []
     options: dict[str, Any] = {}
     for chunk in url.split(";"):
@@ -68,8 +68,6 @@ def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
             if not database.isdigit():
                 raise ConnectionConfigError(f"not a Sentinel URL: the database {database!r} is not a number")
             options.setdefault("db", int(database))
-        if parsed.scheme == "sentinels":
-            options["ssl"] = True
     return addresses, options
 
 
@@ -116,6 +114,25 @@ def async_redis_client(
     addresses, master = _sentinel_config(url, master_name, options)
     sentinel = Sentinel(addresses, sentinel_kwargs=_sentinel_kwargs(options), **master)
     return sentinel.master_for(str(master_name))
+
+
+def close(client: Any) -> None:
+    """Close a client made here, and the connections to the Sentinels it asked."""
+    client.close()
+    for sentinel in _sentinels_of(client):
+        sentinel.close()
+
+
+async def aclose(client: Any) -> None:
+    """Close an asyncio client made here, and its connections to the Sentinels."""
+    await client.aclose()
+    for sentinel in _sentinels_of(client):
+        await sentinel.aclose()
+
+
+def _sentinels_of(client: Any) -> list[Any]:
+    manager = getattr(client.connection_pool, "sentinel_manager", None)
+    return list(getattr(manager, "sentinels", ()))
 
 
 def check(url: str | None, master_name: str | None) -> None:

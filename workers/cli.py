@@ -58,10 +58,33 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of our output went away (`| head`): as a Unix tool does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141
+    except Exception as error:  # settings no process could run with: one line, not a traceback
+        message = _settings_error(error)
+        if message is None:
+            raise
+        print(f"evalfarm {args.command}: {message}", file=sys.stderr)
+        return 2
     # The interpreter's shutdown collections would walk every object of every imported module
     # (pydantic's make that about 15 ms); frozen, they are skipped. Nothing here outlives the process.
     gc.freeze()
     return code
+
+
+def _settings_error(error: Exception) -> str | None:
+    """One line for a bad setting (a malformed broker URL, a Sentinel URL without its master's
+    name, a limit out of range), or None for any other error, which is a bug to show."""
+    from pydantic import ValidationError
+
+    from evalfarm.broker.connections import ConnectionConfigError
+    from evalfarm.broker.errors import ConfigError
+
+    if isinstance(error, ValidationError):
+        first = error.errors(include_url=False)[0]
+        where = ".".join(map(str, first["loc"]))
+        return f"invalid setting{' ' + where if where else ''}: {first['msg'].removeprefix('Value error, ')}"
+    if isinstance(error, ConnectionConfigError | ConfigError):
+        return str(error)
+    return None
 
 
 if __name__ == "__main__":

@@ -92,7 +92,8 @@ class NodeLiveness:
     def stop(self) -> None:
         """Stop, and withdraw this node's key (a node that crashed has its key expire instead)."""
         self._stopped.set()
-        self._thread.join(timeout=self._interval + 5)
+        if self._thread.ident is not None:  # a node that never became ready never started it
+            self._thread.join(timeout=self._interval + 5)
         try:
             client = self._client()
             client.delete(

@@ -62,6 +62,8 @@ def plan_node(settings: WorkerSettings, queues: list[str] | None = None, name: s
 def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", quiet: bool = False) -> int:
     """Run the node in the foreground until a shutdown signal; returns Celery's exit code.
     `quiet`: no Celery banner (a node an embedded farm starts for a command's user)."""
+    from celery import signals
+
     from evalfarm import tasks
     from evalfarm.workers import metrics
 
@@ -110,11 +112,15 @@ def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", q
         "--without-mingle",
         "--optimization=fair",
     ]
+    # Celery's `worker_main` drops the worker's exit code; a node that could not reach Redis after
+    # its retries must not exit 0, or a supervisor takes it for a clean stop: read it off the worker.
+    workers: list[Any] = []
+    signals.worker_init.connect(lambda sender, **_: workers.append(sender), weak=False)
     try:
         app.worker_main(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    return 0
+    return int(getattr(workers[0], "exitcode", 0) or 0) if workers else 0
 
 
 def _explain_root() -> None:

@@ -1,0 +1,135 @@
+"""A farm whose Redis is watched by Sentinel, and nodes that cannot start.
+
+Real `redis-server` processes on loopback (a master, a replica, three Sentinels: the same binary in
+Sentinel mode) and a real node, producers, session host, gateway and metrics exporter, all given the
+Sentinels' addresses in kombu's form and the master's name. Failovers mid-batch are chaos scenarios
+(`chaos_support`: `sentinel_failover`, `sentinel_publishing`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from farm_support import ROOT, worker_env
+from sentinel_support import MASTER, SentinelRedis
+
+from evalfarm.broker.aio import AsyncFarm
+from evalfarm.broker.client import Farm
+from evalfarm.broker.settings import Settings
+from evalfarm.workers.embedded import GatewayProcess, NodeProcess, free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def sentinel_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    sentinels = SentinelRedis(tmp_path_factory.mktemp("sentinel")).start()
+    metrics_port = free_port()
+    env = worker_env(EVALFARM_REDIS_MASTER=MASTER, EVALFARM_METRICS_PORT=str(metrics_port))
+    node = NodeProcess(sentinels.url, ["--concurrency", "2", "--name", "sentinel@localhost"], env).start()
+    gateway = GatewayProcess(sentinels.url, free_port(), worker_env(EVALFARM_REDIS_MASTER=MASTER)).start()
+    try:
+        settings = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=120.0)
+        with Farm(settings=settings, progress=False) as farm:
+            deadline = time.monotonic() + 60
+            while farm.status()["processes"] == 0:
+                assert time.monotonic() < deadline, "the node did not come up on the Sentinels' master"
+                time.sleep(0.2)
+        gateway.wait_ready(60)
+        yield {
+            "settings": settings,
+            "gateway": gateway.url,
+            "metrics": f"http://127.0.0.1:{metrics_port}/metrics",
+        }
+    finally:
+        gateway.stop(grace_s=10)
+        node.stop(grace_s=10)
+        sentinels.close()
+
+
+def jobs(n: int) -> list[dict[str, Any]]:
+    return [{"id": f"j{i}", "env": "program", "code": f"print({i} * 2)"} for i in range(n)]
+
+
+def test_producers_score_through_the_sentinels(sentinel_farm: dict[str, Any]) -> None:
+    settings = sentinel_farm["settings"]
+    with Farm(settings=settings, progress=False) as farm:
+        results = farm.score(jobs(20))
+        assert [(r["status"], r["stdout"]) for r in results] == [("ok", f"{i * 2}\n") for i in range(20)]
+        with farm.session() as session:
+            session.run("x = 20")
+            assert session.run("x + 1").value == "21"
+        assert farm.status()["sessions"]["hosts"] == 1
+
+    async def scored() -> list[Any]:
+        async with AsyncFarm(settings=settings) as farm:
+            return await farm.score(jobs(5))
+
+    assert [r["stdout"] for r in asyncio.run(scored())] == [f"{i * 2}\n" for i in range(5)]
+
+
+def test_the_gateway_and_the_exporter_find_the_master(sentinel_farm: dict[str, Any]) -> None:
+    health = requests.get(f"{sentinel_farm['gateway']}/v1/health", timeout=30).json()
+    assert (health["status"], health["nodes"]) == ("ok", 1)
+    answer = requests.post(f"{sentinel_farm['gateway']}/v1/score", json={"jobs": jobs(3)}, timeout=60).json()
+    assert [r["stdout"] for r in answer["results"]] == ["0\n", "2\n", "4\n"]
+    metrics = urllib.request.urlopen(sentinel_farm["metrics"], timeout=30).read().decode()
+    assert "evalfarm_broker_up 1.0" in metrics
+
+
+# -- nodes that cannot start --------------------------------------------------------------------
+
+
+def evalfarm(*args: str, timeout_s: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "evalfarm.workers.cli", *args]
+    return subprocess.run(
+        command, cwd=ROOT, env=worker_env(**env), capture_output=True, text=True, timeout=timeout_s
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "env", "said"),
+    [
+        ("sentinel://127.0.0.1:26379;sentinel://127.0.0.1:26380", {}, "EVALFARM_REDIS_MASTER"),
+        ("redis://127.0.0.1:port/0", {}, "Port could not be cast to integer"),
+        ("redis://127.0.0.1:6379/zero", {}, "is not a number"),
+        ("http://127.0.0.1:6379", {}, "expected redis://, rediss://, or sentinel://"),
+        (
+            "sentinel://127.0.0.1:x;sentinel://127.0.0.1:1",
+            {"EVALFARM_REDIS_MASTER": "m"},
+            "not a Sentinel address",
+        ),
+    ],
+)
+def test_a_node_with_a_bad_url_says_why_and_exits_non_zero(url: str, env: dict[str, str], said: str) -> None:
+    done = evalfarm("worker", "--broker", url, **env)
+    assert done.returncode == 2
+    assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_node_that_cannot_reach_redis_after_its_retries_exits_non_zero() -> None:
+    done = evalfarm(
+        "worker", "--broker", f"redis://127.0.0.1:{free_port()}/0", EVALFARM_BROKER_CONNECT_RETRIES="1"
+    )
+    assert done.returncode != 0, done.stderr[-2000:]
+    assert "Connection refused" in done.stderr
+
+
+def test_a_gateway_whose_port_is_taken_exits_non_zero(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = evalfarm("gateway", "--broker", "redis://127.0.0.1:1/0", "--port", str(port))
+    assert done.returncode != 0 and "address already in use" in done.stderr
