@@ -131,7 +131,14 @@ class SessionHost:
                     log.exception("session host %s: the sandbox slot did not start", self.host_id)
                 continue
             session, reply = item
-            if session.start(reply):
+            try:
+                started = session.start(reply)
+            except Exception as error:  # this thread must outlive any one session's start
+                log.exception("session host %s: a session failed to start", self.host_id)
+                self.forget(session, "closed")
+                self.answer(reply, {"failed": f"{type(error).__name__}: {error}"})
+                continue
+            if started:
                 session.thread.start()
 
     def _advertise(self) -> None:
@@ -170,13 +177,13 @@ class SessionHost:
         if op == "open":
             self._open(session_id, reply, request)
             return
-        with self.lock:
+        with self.lock:  # queued under the lock: a session that ends after it answers what it holds
             session = self.sessions.get(session_id)
             why = self.ended.get(session_id)
+            if session is not None:
+                session.requests.put(request)
         if session is None:
             self.answer(reply, {"ended": why} if why else {"unknown": True})
-        else:
-            session.requests.put(request)
 
     def _open(self, session_id: str, reply: str, request: dict[str, Any]) -> None:
         try:
@@ -258,16 +265,28 @@ class _Session:
             request = self.requests.get()
             try:
                 if not self._handle(request):
-                    return
+                    break
             except Exception as error:
                 log.exception("session host %s: a session failed", self.host.host_id)
                 if "reply" in request:
                     self.host.answer(str(request["reply"]), {"failed": f"{type(error).__name__}: {error}"})
                 self.end("the node failed")
-                return
+                break
             if self.interpreter is not None and not self.interpreter.alive:
                 self.end(self.interpreter.ended or "its interpreter exited")
+                break
+        self._refuse_the_rest()
+
+    def _refuse_the_rest(self) -> None:
+        """Answer the requests that came in behind the one that ended the session: it has ended."""
+        why = self.host.ended.get(self.id, "closed")
+        while True:
+            try:
+                request = self.requests.get_nowait()
+            except queue.Empty:
                 return
+            if "reply" in request:
+                self.host.answer(str(request["reply"]), {"ended": why})
 
     def _handle(self, request: dict[str, Any]) -> bool:
         """Serve one request; whether the session lives on."""
