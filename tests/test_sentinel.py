@@ -133,3 +133,36 @@ def test_a_gateway_whose_port_is_taken_exits_non_zero(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         done = evalfarm("gateway", "--broker", "redis://127.0.0.1:1/0", "--port", str(port))
     assert done.returncode != 0 and "address already in use" in done.stderr
+
+
+def test_a_failover_shows_in_the_nodes_metrics(tmp_path: Path) -> None:
+    """The exporter follows the master to its new server and counts the change; the live nodes
+    are counted too (the alerts EvalfarmRedisMasterChanged and EvalfarmNodesLost read them)."""
+    sentinels = SentinelRedis(tmp_path).start()
+    port = free_port()
+    env = worker_env(EVALFARM_REDIS_MASTER=MASTER, EVALFARM_METRICS_PORT=str(port))
+    node = NodeProcess(sentinels.url, ["--concurrency", "1", "--name", "watched@localhost"], env).start()
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def scraped() -> str:
+        try:
+            return urllib.request.urlopen(url, timeout=5).read().decode()
+        except OSError:
+            return ""
+
+    try:
+        deadline = time.monotonic() + 60
+        while "evalfarm_nodes_live 1.0" not in scraped():
+            assert time.monotonic() < deadline, scraped()
+            time.sleep(0.2)
+        assert "evalfarm_redis_master_changes_total 0.0" in scraped()
+        old = sentinels.kill_master()
+        deadline = time.monotonic() + 60
+        while "evalfarm_redis_master_changes_total 1.0" not in scraped():
+            assert time.monotonic() < deadline, scraped()
+            time.sleep(0.5)
+        assert sentinels.master_port() not in (None, old)
+        assert "evalfarm_broker_up 1.0" in scraped()
+    finally:
+        node.stop(grace_s=10)
+        sentinels.close()

@@ -136,7 +136,9 @@ SESSION_RUN_DURATION = Histogram(
 QUEUE_DEPTH = "evalfarm_queue_depth"
 UNACKED = "evalfarm_unacked_messages"
 BROKER_UP = "evalfarm_broker_up"
-COLLECTED_NAMES = (QUEUE_DEPTH, UNACKED, BROKER_UP)
+NODES_LIVE = "evalfarm_nodes_live"
+MASTER_CHANGES = "evalfarm_redis_master_changes"  # a counter: exported with `_total`
+COLLECTED_NAMES = (QUEUE_DEPTH, UNACKED, BROKER_UP, NODES_LIVE, MASTER_CHANGES + "_total")
 
 INSTRUMENTS: tuple[MetricWrapperBase, ...] = (
     JOBS,

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from evalfarm.broker.keys import UNACKED_KEY, queue_keys
+from evalfarm.broker.keys import HOLDERS_KEY, NODE_KEY_PREFIX, UNACKED_KEY, queue_keys
 from evalfarm.broker.settings import WorkerSettings
 from evalfarm.workers.metrics import instruments as m
 from evalfarm.workers.metrics.multiproc import fold_dead
@@ -45,19 +45,25 @@ class BrokerCollector:
     """Queue depths and unacknowledged messages, read from Redis at each scrape (never cached)."""
 
     def __init__(self, settings: WorkerSettings) -> None:
-        from evalfarm.broker.connections import redis_client
+        from evalfarm.broker.connections import MasterWatch, redis_client
 
         self._queues = settings.queues
         self._keys = queue_keys(settings)
+        self._master = MasterWatch()  # a failover shows as a change of the server it connects to
         self._client = redis_client(
-            settings.broker_url or "", settings.redis_master, socket_timeout=2.0, socket_connect_timeout=2.0
+            settings.broker_url or "",
+            settings.redis_master,
+            self._master,
+            socket_timeout=2.0,
+            socket_connect_timeout=2.0,
         )
 
     def collect(self) -> Iterator[Metric]:
-        """One LLEN per queue and priority and one HLEN, in one round trip."""
+        """One LLEN per queue and priority, one HLEN and the live nodes, in two round trips."""
         up = GaugeMetricFamily(m.BROKER_UP, "1 if this node could read the broker's queues at scrape time.")
         try:
             depths, unacked = self._read()
+            live = self._live_nodes()
         except Exception as error:  # Redis down or restarting: say so, export no stale numbers
             log.warning("could not read queue depths: %s", error)
             up.add_metric([], 0)
@@ -74,6 +80,21 @@ class BrokerCollector:
         yield GaugeMetricFamily(
             m.UNACKED, "Messages delivered to workers and not yet acknowledged, farm-wide.", value=unacked
         )
+        yield GaugeMetricFamily(m.NODES_LIVE, "Worker nodes whose heartbeat is live, farm-wide.", value=live)
+        yield CounterMetricFamily(
+            m.MASTER_CHANGES,
+            "Times this node's exporter found Redis's master on another server (a Sentinel failover).",
+            value=self._master.generation,
+        )
+
+    def _live_nodes(self) -> int:
+        holders = list(self._client.smembers(HOLDERS_KEY))
+        if not holders:
+            return 0
+        pipe = self._client.pipeline(transaction=False)
+        for holder in holders:
+            pipe.exists(NODE_KEY_PREFIX + (holder.decode() if isinstance(holder, bytes) else str(holder)))
+        return sum(1 for alive in pipe.execute() if alive)
 
     def _read(self) -> tuple[dict[str, int], int]:
         pipe = self._client.pipeline(transaction=False)
