@@ -25,8 +25,11 @@ FAILOVER_TIMEOUT_MS = 10000
 class SentinelRedis:
     """A master, a replica and three Sentinels watching them; all stopped by `close`."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, password: str | None = None) -> None:
+        """`password`: the master's and the replica's (`requirepass`), which the Sentinels and the
+        farm's URL must give."""
         self.directory = directory
+        self.password = password
         self.binary = redis_server_binary()
         self.ports = {"master": free_port(), "replica": free_port()}
         self.sentinel_ports = [free_port() for _ in range(3)]
@@ -34,8 +37,9 @@ class SentinelRedis:
 
     @property
     def url(self) -> str:
-        """The farm's broker URL: every Sentinel, in kombu's form."""
-        return ";".join(f"sentinel://127.0.0.1:{port}" for port in self.sentinel_ports)
+        """The farm's broker URL: every Sentinel, in kombu's form (the master's password on each)."""
+        auth = f":{self.password}@" if self.password else ""
+        return ";".join(f"sentinel://{auth}127.0.0.1:{port}" for port in self.sentinel_ports)
 
     def start(self) -> SentinelRedis:
         self._server("master", self.ports["master"])
@@ -46,6 +50,8 @@ class SentinelRedis:
         return self
 
     def _server(self, name: str, port: int, *extra: str) -> None:
+        if self.password:
+            extra = (*extra, "--requirepass", self.password, "--masterauth", self.password)
         folder = self.directory / name
         folder.mkdir(exist_ok=True)
         command = [
@@ -54,7 +60,7 @@ class SentinelRedis:
             "--appendfsync", "everysec", "--save", "", "--protected-mode", "no", *extra,
         ]  # fmt: skip
         self.processes[name] = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
-        _wait_answering(port)
+        _wait_answering(port, password=self.password)
 
     def _sentinel(self, index: int, port: int) -> None:
         config = self.directory / f"sentinel{index}.conf"
@@ -64,6 +70,7 @@ class SentinelRedis:
             f"sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\n"
             f"sentinel failover-timeout {MASTER} {FAILOVER_TIMEOUT_MS}\n"
             f"sentinel parallel-syncs {MASTER} 1\n"
+            + (f"sentinel auth-pass {MASTER} {self.password}\n" if self.password else "")
         )
         self.processes[f"sentinel{index}"] = subprocess.Popen(
             [self.binary, str(config), "--sentinel"], stdout=subprocess.DEVNULL, start_new_session=True
@@ -88,7 +95,7 @@ class SentinelRedis:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.master_port() == port:
-                info = redis.Redis(port=port, socket_timeout=1).info("replication")
+                info = redis.Redis(port=port, socket_timeout=1, password=self.password).info("replication")
                 if info.get("connected_slaves", 0) >= 1 or info.get("role") == "master":
                     return
             time.sleep(0.1)
@@ -109,11 +116,11 @@ class SentinelRedis:
                 process.wait()
 
 
-def _wait_answering(port: int, timeout_s: float = 10.0) -> None:
+def _wait_answering(port: int, timeout_s: float = 10.0, password: str | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            redis.Redis(port=port, socket_timeout=0.5).ping()
+            redis.Redis(port=port, socket_timeout=0.5, password=password).ping()
             return
         except redis.RedisError:
             time.sleep(0.05)

@@ -166,3 +166,26 @@ def test_a_failover_shows_in_the_nodes_metrics(tmp_path: Path) -> None:
     finally:
         node.stop(grace_s=10)
         sentinels.close()
+
+
+def test_a_farm_on_sentinels_whose_master_needs_a_password(tmp_path: Path) -> None:
+    """The master's password on the Sentinel URL reaches every client: workers, replies, producers.
+    Without it nobody can write to the farm's Redis (a forged reply is refused)."""
+    import redis
+
+    sentinels = SentinelRedis(tmp_path, password="s3cret-pw").start()
+    env = worker_env(EVALFARM_REDIS_MASTER=MASTER)
+    node = NodeProcess(sentinels.url, ["--concurrency", "1", "--name", "locked@localhost"], env).start()
+    try:
+        settings = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=120.0)
+        with Farm(settings=settings, progress=False) as farm:
+            deadline = time.monotonic() + 60
+            while farm.status()["processes"] == 0:
+                assert time.monotonic() < deadline, "the node did not come up"
+                time.sleep(0.2)
+            assert [r["stdout"] for r in farm.score(jobs(4))] == ["0\n", "2\n", "4\n", "6\n"]
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=sentinels.master_port(), socket_timeout=2).rpush("evalfarm:reply:forged", "{}")
+    finally:
+        node.stop(grace_s=10)
+        sentinels.close()
