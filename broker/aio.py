@@ -17,11 +17,11 @@ from typing import Any
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
 from evalfarm.broker.client import farm_status, language_key, progress_bar, unreachable
-from evalfarm.broker.connections import MasterWatch, aclose, async_redis_client, close, redis_client
+from evalfarm.broker.connections import MasterWatch, aclose, async_redis_client, close, decoded, redis_client
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
-from evalfarm.broker.sessions import AsyncSession, SessionSpec, decoded
+from evalfarm.broker.sessions import AsyncSession, SessionSpec
 from evalfarm.broker.settings import ClientSettings
 
 
@@ -120,8 +120,7 @@ class AsyncFarm:
             else:
                 run.plan(known if known is not None else await asyncio.to_thread(self.processes))
             lane = self._producer.lane(priority)
-            loop = steps(run)
-            generation = self._master_watch.generation
+            loop = steps(run, self._master_watch)
             answer: Any = None  # what the last step asked for: replies, or the tasks found
             while (step := next_step(loop, answer)) is not None:
                 answer = None
@@ -132,9 +131,6 @@ class AsyncFarm:
                     await asyncio.to_thread(self._producer.publish, run, step.outgoing, lane, reply_key)
                 elif isinstance(step, Receive):
                     answer = await replies.areceive(self._redis, reply_key, step.wait_s, step.most)
-                    if self._master_watch.generation != generation:  # a failover, which retries hid
-                        generation = self._master_watch.generation
-                        run.broker_trouble()
                 else:
                     answer = await audit.alocate(self._redis, self._audit_keys, step.task_ids)
         finally:

@@ -16,12 +16,12 @@ from typing import Any
 
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
-from evalfarm.broker.connections import MasterWatch, close, redis_client
+from evalfarm.broker.connections import MasterWatch, close, decoded, redis_client
 from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX, SESSION_HOST_PREFIX, SESSION_HOSTS_KEY
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, from_worker, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
-from evalfarm.broker.sessions import Session, SessionSpec, decoded
+from evalfarm.broker.sessions import Session, SessionSpec
 from evalfarm.broker.settings import ClientSettings
 
 __all__ = ["NODE_KEY_PREFIX", "Farm", "Result", "from_worker"]
@@ -118,8 +118,7 @@ class Farm:
         try:
             run.plan(self.processes() if spread else 0)
             lane = self._producer.lane(priority)
-            loop = steps(run)
-            generation = self._master_watch.generation
+            loop = steps(run, self._master_watch)
             answer: Any = None  # what the last step asked for: replies, or the tasks found
             while (step := next_step(loop, answer)) is not None:
                 answer = None
@@ -130,9 +129,6 @@ class Farm:
                     self._producer.publish(run, step.outgoing, lane, reply_key)
                 elif isinstance(step, Receive):
                     answer = replies.receive(self._redis, reply_key, step.wait_s, step.most)
-                    if self._master_watch.generation != generation:  # a failover, which retries hid
-                        generation = self._master_watch.generation
-                        run.broker_trouble()
                 else:
                     answer = audit.locate(self._redis, self._audit_keys, step.task_ids)
         finally:
@@ -182,8 +178,7 @@ class Farm:
 
 def language_key(node_key: Any) -> str:
     """The key where the node of `node_key` advertises its languages."""
-    text = node_key.decode() if isinstance(node_key, bytes) else str(node_key)
-    return LANGUAGES_KEY_PREFIX + text.removeprefix(NODE_KEY_PREFIX)
+    return LANGUAGES_KEY_PREFIX + decoded(node_key).removeprefix(NODE_KEY_PREFIX)
 
 
 def farm_status(

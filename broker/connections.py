@@ -40,6 +40,11 @@ class MasterWatch:
         self._address = address
 
 
+def decoded(value: Any) -> str:
+    """A Redis reply (bytes, or text already) as text."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def is_sentinel(url: str | None) -> bool:
     """Whether `url` names Redis Sentinels rather than a Redis server."""
     return bool(url) and str(url).split("://", 1)[0] in SENTINEL_SCHEMES

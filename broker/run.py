@@ -28,6 +28,7 @@ from typing import Any
 
 from evalfarm.broker.batch import Batch
 from evalfarm.broker.chunking import Chunk, plan_chunks
+from evalfarm.broker.connections import MasterWatch
 from evalfarm.broker.result import INFRA_STATUS, Result
 from evalfarm.broker.settings import ClientSettings
 
@@ -93,9 +94,11 @@ class Locate:
 Step = Deliver | Publish | Receive | Locate
 
 
-def steps(run: BatchRun) -> Generator[Step, Any, None]:
+def steps(run: BatchRun, watch: MasterWatch | None = None) -> Generator[Step, Any, None]:
     """The batch's loop: until every job is answered, deliver what is settled, publish what is due,
-    wait for replies, and look for tasks pending too long; past the deadline, expire the rest."""
+    wait for replies, and look for tasks pending too long; past the deadline, expire the rest.
+    `watch`: the client's, whose change of generation is a failover (see `BatchRun.broker_trouble`)."""
+    generation = watch.generation if watch is not None else 0
     while True:
         for index, result in run.drain():
             yield Deliver(index, result)
@@ -108,7 +111,10 @@ def steps(run: BatchRun) -> Generator[Step, Any, None]:
         if due:
             yield Publish(due)
         received = yield Receive(run.wait_s(), len(run.pending))
-        if received is None:  # Redis trouble: it restarted, or failed over to a replica
+        if watch is not None and watch.generation != generation:  # a failover, which retries hid
+            generation = watch.generation
+            run.broker_trouble()
+        elif received is None:  # Redis trouble: it restarted, or failed over to a replica
             run.broker_trouble()
         for reply in received or ():
             run.on_reply(reply)

@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalfarm.broker import keys
+from evalfarm.broker.connections import decoded
 
 INTERRUPT_GRACE_S = 1.0  # sandbox.sessions' own: an interrupted cell's time to give up
 ANSWER_MARGIN_S = 10.0  # beyond a run's timeout and grace before a live host is presumed stuck
@@ -149,6 +150,12 @@ def lost_result(why: str) -> SessionResult:
 Command = list[tuple[Any, ...]]
 
 
+def record_of(host: str, spec: SessionSpec) -> dict[str, Any]:
+    """A live session's record (`keys.session_key`), as its host writes it: the host that holds it,
+    its idle time and its runs' default timeout."""
+    return {"host": host, "ttl_s": spec.ttl_s, "timeout_s": spec.limits.timeout_s}
+
+
 def _record(session_id: str, raw: Any) -> dict[str, Any]:
     """A session's record (its host, its ttl and run timeout); SessionNotFound when there is none
     or it says the session ended."""
@@ -214,7 +221,7 @@ def _open_steps(spec: SessionSpec) -> Generator[Command, list[Any], tuple[str, d
         (item,) = yield [("blpop", [reply], OPEN_TIMEOUT_S)]
         answer = json.loads(item[1]) if item is not None else {}
         if answer.get("opened"):
-            return session_id, {"host": host, "ttl_s": spec.ttl_s, "timeout_s": spec.limits.timeout_s}
+            return session_id, record_of(host, spec)
         if "invalid" in answer:
             raise ValueError(answer["invalid"])
         if "failed" in answer:
@@ -396,8 +403,3 @@ class AsyncSession(_SessionBase):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-def decoded(value: Any) -> str:
-    """A Redis reply as text."""
-    return value.decode() if isinstance(value, bytes) else str(value)

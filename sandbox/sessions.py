@@ -148,7 +148,7 @@ class Interpreter:
         interrupt, then the kill); whether the cell ran out of time."""
         interrupted = False
         poller = select.poll()
-        for fd in cell.read_fds():
+        for fd in cell.names:
             poller.register(fd, select.POLLIN)
         poller.register(self.pidfd, select.POLLIN)
         while cell.report is None:
@@ -265,9 +265,6 @@ class _Cell:
         os.set_blocking(read_end, False)
         self.names[read_end] = name
         return write_end
-
-    def read_fds(self) -> list[int]:
-        return list(self.names)
 
     def read(self, fd: int) -> bool:
         """Read what `fd` holds now; False at its end."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import requests
-from farm_support import ROOT, worker_env
+from farm_support import ROOT, wait_for, worker_env
 from sentinel_support import MASTER, SentinelRedis
 
 from evalfarm.broker.aio import AsyncFarm
@@ -40,10 +40,7 @@ def sentinel_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     try:
         settings = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=120.0)
         with Farm(settings=settings, progress=False) as farm:
-            deadline = time.monotonic() + 60
-            while farm.status()["processes"] == 0:
-                assert time.monotonic() < deadline, "the node did not come up on the Sentinels' master"
-                time.sleep(0.2)
+            wait_for_pool(farm)
         gateway.wait_ready(60)
         yield {
             "settings": settings,
@@ -54,6 +51,11 @@ def sentinel_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
         gateway.stop(grace_s=10)
         node.stop(grace_s=10)
         sentinels.close()
+
+
+def wait_for_pool(farm: Farm) -> None:
+    """Until a node has come up on the master the Sentinels name."""
+    wait_for(lambda: farm.status()["processes"] > 0, 60, "a node on the Sentinels' master")
 
 
 def jobs(n: int) -> list[dict[str, Any]]:
@@ -179,10 +181,7 @@ def test_a_farm_on_sentinels_whose_master_needs_a_password(tmp_path: Path) -> No
     try:
         settings = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=120.0)
         with Farm(settings=settings, progress=False) as farm:
-            deadline = time.monotonic() + 60
-            while farm.status()["processes"] == 0:
-                assert time.monotonic() < deadline, "the node did not come up"
-                time.sleep(0.2)
+            wait_for_pool(farm)
             assert [r["stdout"] for r in farm.score(jobs(4))] == ["0\n", "2\n", "4\n", "6\n"]
         with pytest.raises(redis.AuthenticationError):
             redis.Redis(port=sentinels.master_port(), socket_timeout=2).rpush("evalfarm:reply:forged", "{}")

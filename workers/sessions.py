@@ -29,12 +29,11 @@ import time
 from typing import Any
 
 from evalfarm.broker import keys
-from evalfarm.broker.sessions import SessionSpec
+from evalfarm.broker.sessions import SessionSpec, record_of
 from evalfarm.broker.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 
-REQUEST_TTL_S = 60  # an unread request list (its host died) is dropped after this
 REPLY_TTL_S = 60
 ENDED_KEPT = 10_000  # ended sessions whose reason the host still gives, should a run race the record
 ENDED_RECORD_S = 600  # how long an ended session's record says why, before it is simply unknown
@@ -241,10 +240,8 @@ class _Session:
         self.thread = threading.Thread(target=self._serve, name="evalfarm-session", daemon=True)
 
     def record(self) -> str:
-        """The session's record in Redis: its host, its idle time and its runs' default timeout."""
-        return json.dumps(
-            {"host": self.host.host_id, "ttl_s": self.spec.ttl_s, "timeout_s": self.spec.limits.timeout_s}
-        )
+        """The session's record in Redis (`broker.sessions.record_of`)."""
+        return json.dumps(record_of(self.host.host_id, self.spec))
 
     def record_ttl_ms(self) -> int:
         """How long the session's record must last: its idle time left, and a beat's margin."""
@@ -375,14 +372,14 @@ def start_host(settings: WorkerSettings, node: str, slot: int) -> subprocess.Pop
     node holds no sessions (`sessions` 0)."""
     if settings.sessions == 0:
         return None
-    from evalfarm.workers.embedded import _parent_death_signal
+    from evalfarm.workers.embedded import parent_death_signal
 
     own = settings.model_dump(mode="json", include=set(WorkerSettings.model_fields))  # a Settings has more
     config = json.dumps({"settings": own, "node": node, "slot": slot})
     return subprocess.Popen(
         [sys.executable, "-m", "evalfarm.workers.sessions", config],
         stdin=subprocess.DEVNULL,
-        preexec_fn=_parent_death_signal(signal.SIGKILL),
+        preexec_fn=parent_death_signal(signal.SIGKILL),
     )
 
 

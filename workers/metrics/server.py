@@ -14,8 +14,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from evalfarm.broker.keys import HOLDERS_KEY, NODE_KEY_PREFIX, UNACKED_KEY, queue_keys
+from evalfarm.broker.keys import UNACKED_KEY, queue_keys
 from evalfarm.broker.settings import WorkerSettings
+from evalfarm.workers.liveness import live_holders
 from evalfarm.workers.metrics import instruments as m
 from evalfarm.workers.metrics.multiproc import fold_dead
 
@@ -63,7 +64,7 @@ class BrokerCollector:
         up = GaugeMetricFamily(m.BROKER_UP, "1 if this node could read the broker's queues at scrape time.")
         try:
             depths, unacked = self._read()
-            live = self._live_nodes()
+            live = sum(live_holders(self._client).values())
         except Exception as error:  # Redis down or restarting: say so, export no stale numbers
             log.warning("could not read queue depths: %s", error)
             up.add_metric([], 0)
@@ -86,15 +87,6 @@ class BrokerCollector:
             "Times this node's exporter found Redis's master on another server (a Sentinel failover).",
             value=self._master.generation,
         )
-
-    def _live_nodes(self) -> int:
-        holders = list(self._client.smembers(HOLDERS_KEY))
-        if not holders:
-            return 0
-        pipe = self._client.pipeline(transaction=False)
-        for holder in holders:
-            pipe.exists(NODE_KEY_PREFIX + (holder.decode() if isinstance(holder, bytes) else str(holder)))
-        return sum(1 for alive in pipe.execute() if alive)
 
     def _read(self) -> tuple[dict[str, int], int]:
         pipe = self._client.pipeline(transaction=False)
