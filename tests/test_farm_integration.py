@@ -131,6 +131,45 @@ def test_pool_children_are_pinned_and_replacements_repinned(workers) -> None:
     assert sorted(next(iter(c)) for c in after.values()) == cpus  # the freed core is taken again
 
 
+def test_a_child_killed_at_start_up_is_replaced_and_one_that_failed_stops_the_node() -> None:
+    """Celery's start check (did_start_ok) on real pool processes: killed by a signal is a fault
+    maintenance mends; exited on its own means the pool cannot start."""
+    import billiard
+
+    from evalfarm.workers.pool import AsynPool
+
+    def children(*exits: int | None) -> list[Any]:
+        made = []
+        for code in exits:
+            # None: a child still running; a number: one that exits with that code.
+            target, arg = (time.sleep, 30) if code is None else (sys.exit, code)
+            child = billiard.Process(target=target, args=(arg,))
+            child.start()
+            made.append(child)
+        return made
+
+    class Pool:  # only the children the check reads
+        did_start_ok = AsynPool.did_start_ok
+
+    pool = Pool()
+    pool._pool = children(None, None)  # type: ignore[attr-defined]
+    try:
+        assert pool.did_start_ok()
+        os.kill(pool._pool[0].pid, signal.SIGKILL)  # type: ignore[attr-defined]
+        pool._pool[0].join()  # type: ignore[attr-defined]
+        assert pool._pool[0].exitcode == -signal.SIGKILL  # type: ignore[attr-defined]
+        assert pool.did_start_ok()
+        failed = children(1)[0]
+        failed.join()
+        pool._pool.append(failed)  # type: ignore[attr-defined]
+        assert not pool.did_start_ok()
+    finally:
+        for child in pool._pool:  # type: ignore[attr-defined]
+            if child.exitcode is None:
+                os.kill(child.pid, signal.SIGKILL)
+            child.join()
+
+
 def test_recycled_children_are_replaced_and_pinned(workers, farm) -> None:
     cpus = sorted(os.sched_getaffinity(0))
     node = workers.start(concurrency=len(cpus), EVALFARM_MAX_TASKS_PER_CHILD="2")

@@ -1,8 +1,13 @@
-"""Celery's prefork pool, noticing dead children within a second.
+"""Celery's prefork pool, noticing dead children within a second, and not stopping for one killed.
 
 The pool learns that a child died from the child's sentinel pipe, but children forked together at
 start-up can hold each other's pipes open, and then only the pool's periodic maintenance (every 5 s)
 finds the corpse. Each lost chunk would wait that long before its bounded retry; here it waits 1 s.
+
+Celery also checks once, as its event loop begins, that no child has died, and stops the whole node
+("Could not start worker processes") if one has. A child killed by a signal in those first
+milliseconds (the OOM killer, an operator's kill) is a fault the maintenance mends like any later
+one, so only a child that exited on its own (its start-up failed) stops the node here.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ class AsynPool(asynpool.AsynPool):
     def timers(self) -> dict[Any, float]:
         """Timers the event loop runs: pool maintenance (reaping and replacing children)."""
         return {self.maintain_pool: MAINTAIN_EVERY_S}
+
+    def did_start_ok(self) -> bool:
+        """False only if a child exited on its own at start-up; one killed by a signal is replaced."""
+        return not any(w.exitcode is not None and w.exitcode >= 0 for w in self._pool)
 
 
 class TaskPool(prefork.TaskPool):
