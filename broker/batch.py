@@ -27,7 +27,7 @@ class BatchStats:
     unique_jobs: int = 0
     deduplicated: int = 0  # jobs answered with the result of an identical job of the batch
     messages: int = 0
-    duplicates: int = 0
+    duplicates: int = 0  # answers dropped: a job's, or a whole task's, after the first
     split_chunks: int = 0
     split_jobs: int = 0
     retried_jobs: int = 0

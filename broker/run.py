@@ -198,6 +198,7 @@ class BatchRun:
         task_id = meta.get("task_id") if isinstance(meta, dict) else None
         outgoing = self.pending.pop(task_id, None) if isinstance(task_id, str) else None
         if outgoing is None:
+            self.batch.stats.duplicates += isinstance(task_id, str)  # dropped: the task was answered
             return
         self._published_at.pop(str(task_id), None)
         if meta.get("status") == _SUCCESS:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from farm_support import wait_until
+from netns_support import Network, network
 from sentinel_support import MASTER, SentinelRedis
 
 from evalfarm.broker.client import Farm
@@ -120,9 +121,13 @@ class Cluster:
     """A private Redis (or a master, a replica and three Sentinels) and the nodes started on it; all
     stopped by `close`."""
 
-    def __init__(self, directory: str, sentinel: bool = False) -> None:
-        self.sentinel = SentinelRedis(Path(directory)).start() if sentinel else None
-        self.redis = RedisServer(directory=directory).start() if not sentinel else None
+    def __init__(self, directory: str, sentinel: bool = False, network: Network | None = None) -> None:
+        """`network`: nodes may run in namespaces of it (`start_node(space=...)`); Redis listens there too."""
+        self.directory = Path(directory)
+        self.network = network
+        self.sentinel = SentinelRedis(self.directory).start() if sentinel else None
+        also = [network.host] if network else []
+        self.redis = RedisServer(directory=directory, also_bind=also).start() if not sentinel else None
         self.master = MASTER if sentinel else None
         self.nodes: list[NodeProcess] = []
         self._names = 0
@@ -134,14 +139,24 @@ class Cluster:
     def client(self) -> Any:
         return redis_client(self.url, self.master)
 
-    def start_node(self, concurrency: int = 2, cpus: str | None = None, slot_base: int = 0) -> NodeProcess:
-        """Start a node and wait until it advertises its pool."""
+    def start_node(
+        self, concurrency: int = 2, cpus: str | None = None, slot_base: int = 0, space: str | None = None
+    ) -> NodeProcess:
+        """Start a node (in the network namespace `space`, if given: its output then goes to the file
+        `node.log`, shown on stderr at `close`) and wait until it advertises its pool."""
         self._names += 1
         name = f"chaos{self._names}@localhost"
         args = ["--concurrency", str(concurrency), "--name", name, "--slot-base", str(slot_base)]
         args += ["--cpus", cpus] if cpus else []
         env = node_env(**({"EVALFARM_REDIS_MASTER": self.master} if self.master else {}))
-        node = NodeProcess(self.url, args, env).start()
+        url = self.url
+        if space is not None:
+            assert self.network is not None and self.redis is not None
+            url = f"redis://{self.network.host}:{self.redis.port}/0"
+        node = NodeProcess(url, args, env, log=self.directory / f"{name}.log" if space else None)
+        if space is not None:
+            node.command = self.network.enter(space) + node.command  # type: ignore[union-attr]
+        node.start()
         self.nodes.append(node)
         client = self.client()
         deadline = time.monotonic() + 60
@@ -165,15 +180,17 @@ class Cluster:
     def close(self) -> None:
         for node in self.nodes:
             node.stop(grace_s=5)
+            if node.log is not None and node.log.exists():
+                sys.stderr.write(node.log.read_text(errors="replace"))
         for server in (self.redis, self.sentinel):
             if server is not None:
                 server.close()
 
 
 @contextlib.contextmanager
-def cluster(sentinel: bool = False) -> Iterator[Cluster]:
+def cluster(sentinel: bool = False, network: Network | None = None) -> Iterator[Cluster]:
     with tempfile.TemporaryDirectory(prefix="evalfarm-chaos-") as directory:
-        running = Cluster(directory, sentinel)
+        running = Cluster(directory, sentinel, network)
         try:
             yield running
         finally:
@@ -526,6 +543,80 @@ def failover_while_publishing(n_jobs: int) -> Row:
     return _failover("the Redis master, while publishing", n_jobs, at_start=True)
 
 
+def _partition(name: str, n_jobs: int, cut_s: float | None) -> Row:
+    """Two nodes of one process each, one of them in a network namespace whose link is cut once a
+    third of the results are in: for `cut_s` seconds, or (None) until the other node has put back
+    the messages it held. The batch goes on meanwhile (four times the usual length, so that it is
+    still running when the cut node comes back with its late answers, which the producer drops).
+
+    Notes when the cut node's messages were put back, and when it beat again after the heal. Raises
+    if the cut node, back on the network, put back any message of a live node, or never worked again."""
+    jobs = batch(4 * n_jobs)
+    with network() as net, cluster(network=net) as farm_cluster:
+        cores = sorted(os.sched_getaffinity(0))
+        space = net.add_space()
+        victim = farm_cluster.start_node(concurrency=1, cpus=str(cores[0]), slot_base=0, space=space)
+        live = farm_cluster.start_node(concurrency=1, cpus=str(cores[-1]), slot_base=2)
+        holder = victim.holder  # type: ignore[attr-defined]
+        events: dict[str, float] = {}
+
+        def cut_and_heal() -> None:
+            client = farm_cluster.client()
+            try:
+                wait_until(lambda: client.scard(held_key(holder)), 10)
+                events["held"] = client.scard(held_key(holder))
+                net.cut(space)
+                events["cut"] = time.monotonic()
+                if wait_until(lambda: not client.exists(held_key(holder)), cut_s or 120, poll_s=0.05):
+                    events["restored"] = time.monotonic()
+                if cut_s is not None:
+                    time.sleep(max(0.0, events["cut"] + cut_s - time.monotonic()))
+                net.heal(space)
+                events["healed"] = time.monotonic()
+                wait_until(lambda: client.exists(NODE_KEY_PREFIX + holder), 120)
+                events["rejoined"] = time.monotonic()
+            finally:
+                client.close()
+
+        thread = threading.Thread(target=cut_and_heal)
+        with farm_cluster.farm() as farm:
+            farm.score(batch(4))  # both servers of each slot up before the clock starts
+            seen, seconds, _ = stream_with_fault(farm, jobs, thread.start)
+            thread.join()
+            row = judge(Row(name, len(jobs), seconds=seconds), jobs, seen, farm)
+            assert "restored" in events, (
+                f"the cut node's messages were not put back while it was away: {events}"
+            )
+            assert "rejoined" in events, f"the cut node did not beat again after the heal: {events}"
+            row.note = (
+                f"{events['held']:.0f} messages held at the cut, put back "
+                f"{events['restored'] - events['cut']:.1f} s after it; "
+                f"cut {events['healed'] - events['cut']:.1f} s; "
+                f"beat again {events['rejoined'] - events['healed']:.1f} s after the heal"
+            )
+            # Back on the network, the node works again: with the other one stopped, it scores alone.
+            live.stop(grace_s=10)
+            alone = batch(20)
+            assert [(r["status"], r["stdout"]) for r in farm.score(alone, deadline_s=120)] == [
+                ("ok", expected_stdout(job)) for job in alone
+            ], "the cut node did not score a batch alone after it came back"
+        log = victim.log.read_text(errors="replace") if victim.log else ""
+        assert "is dead: put back" not in log, "the cut node put back messages of live nodes"
+    return row
+
+
+def partition_until_restored(n_jobs: int) -> Row:
+    return _partition("a node cut off (healed once its work is back)", n_jobs, cut_s=None)
+
+
+def partition_long(n_jobs: int) -> Row:
+    return _partition(
+        "a node cut off for 3x its heartbeat TTL",
+        n_jobs,
+        cut_s=3 * Settings.model_fields["node_dead_after_s"].default,
+    )
+
+
 PRODUCER = """
 import json, sys
 sys.path[:0] = {paths!r}
@@ -568,6 +659,8 @@ SCENARIOS: dict[str, Callable[[int], Row]] = {
     "same_job_every_try": kill_one_job_every_try,
     "sentinel_failover": failover_mid_batch,
     "sentinel_publishing": failover_while_publishing,
+    "partition": partition_until_restored,
+    "partition_long": partition_long,
 }
 
 

@@ -82,10 +82,15 @@ def stop_process(proc: subprocess.Popen[bytes], grace_s: float, group: bool = Fa
 
 
 class RedisServer:
-    """A private Redis on a free loopback port, AOF on, data in its own directory."""
+    """A private Redis on a free loopback port, AOF on, data in its own directory.
 
-    def __init__(self, port: int | None = None, directory: str | None = None) -> None:
+    `also_bind`: more addresses to listen on besides loopback (a test's private network)."""
+
+    def __init__(
+        self, port: int | None = None, directory: str | None = None, also_bind: Sequence[str] = ()
+    ) -> None:
         self.port = port or free_port()
+        self.also_bind = tuple(also_bind)
         self._tmp = None if directory else tempfile.TemporaryDirectory(prefix="evalfarm-redis-")
         self.directory = directory or self._tmp.name  # type: ignore[union-attr]
         self.proc: subprocess.Popen[bytes] | None = None
@@ -98,7 +103,8 @@ class RedisServer:
     def start(self, timeout_s: float = 10.0) -> RedisServer:
         """Start the server and wait until it answers."""
         command = [
-            redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+            redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", *self.also_bind,
+            *(("--protected-mode", "no") if self.also_bind else ()),
             "--dir", self.directory, "--appendonly", "yes", "--appendfsync", "everysec",
             "--save", "", "--maxmemory-policy", "noeviction", "--daemonize", "no",
             "--loglevel", "warning", "--logfile", os.path.join(self.directory, "redis.log"),
@@ -153,25 +159,38 @@ class RedisServer:
 class NodeProcess:
     """A worker node (`evalfarm worker`) as a child process in its own process group."""
 
-    def __init__(self, broker_url: str, args: Sequence[str] = (), env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        broker_url: str,
+        args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+    ) -> None:
+        """`log`: a file for the node's output (stdout and stderr), appended to; else our stderr."""
         self.command = [sys.executable, "-m", "evalfarm.workers.cli", "worker", "--broker", broker_url, *args]
         self.env = env
+        self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> NodeProcess:
         """Start the node (it connects and starts consuming on its own)."""
         # Celery prints its banner on stdout; keep ours for what the commands print (URLs, results).
-        self.proc = subprocess.Popen(
+        with open(self.log, "ab") if self.log else contextlib.nullcontext() as log:
+            self.proc = self._popen(log.fileno() if log else None)
+        return self
+
+    def _popen(self, log: int | None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             self.command,
             stdin=subprocess.DEVNULL,
-            stdout=sys.stderr.fileno(),
+            stdout=log if log is not None else sys.stderr.fileno(),
+            stderr=log,
             env=self.env,
             start_new_session=True,
             # SIGKILL, not a warm shutdown: with its parent gone Redis is going too, and a warm
             # shutdown would wait on it forever. Pool children see their pipes close and exit.
             preexec_fn=parent_death_signal(signal.SIGKILL),
         )
-        return self
 
     @property
     def alive(self) -> bool:
