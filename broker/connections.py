@@ -12,6 +12,7 @@ transport, the result backend) is configured for the same URL by `broker.app`.
 
 from __future__ import annotations
 
+import os
 import urllib.parse
 from typing import Any
 
@@ -138,6 +139,34 @@ async def aclose(client: Any) -> None:
 def _sentinels_of(client: Any) -> list[Any]:
     manager = getattr(client.connection_pool, "sentinel_manager", None)
     return list(getattr(manager, "sentinels", ()))
+
+
+# How a client checks a `rediss://` server's certificate (redis-py's and Celery's names for them).
+CERT_REQS = {"required": "required", "cert_required": "required", "optional": "optional",
+             "cert_optional": "optional", "none": "none", "cert_none": "none"}  # fmt: skip
+# Query parameters of a `rediss://` URL that name files: the CA to trust, a client certificate.
+TLS_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
+
+
+def with_tls_defaults(url: str | None) -> str | None:
+    """`url` with its TLS options checked: a `rediss://` URL checks the server's certificate unless
+    it says otherwise (`ssl_cert_reqs=required` is added where absent: Celery demands the parameter,
+    and none should mean a deliberate choice); an unknown value or a missing file is refused."""
+    if not url or url.split("://", 1)[0] != "rediss":
+        return url
+    parsed = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qsl(parsed.query, keep_blank_values=True)
+    options = dict(query)
+    reqs = options.get("ssl_cert_reqs", "required")
+    if reqs.lower() not in CERT_REQS:
+        raise ConnectionConfigError(
+            f"ssl_cert_reqs={reqs!r} in the broker URL: expected required, optional or none"
+        )
+    for name in TLS_FILES:
+        if name in options and not os.path.isfile(options[name]):
+            raise ConnectionConfigError(f"{name}={options[name]!r} in the broker URL: no such file")
+    query = [(k, v) for k, v in query if k != "ssl_cert_reqs"] + [("ssl_cert_reqs", CERT_REQS[reqs.lower()])]
+    return urllib.parse.urlunsplit(parsed._replace(query=urllib.parse.urlencode(query, safe="/:")))
 
 
 def check(url: str | None, master_name: str | None) -> None:

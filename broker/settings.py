@@ -72,11 +72,12 @@ class FarmSettings(BaseModel):
     @classmethod
     def _check_url(cls, url: str | None) -> str | None:
         """Refuse a URL no client can connect with (a bad port, a database that is not a number, an
-        unknown scheme), with the reason, rather than retrying it until a deadline."""
-        from evalfarm.broker.connections import check
+        unknown scheme, a TLS option that cannot work), with the reason, rather than retrying it
+        until a deadline; a `rediss://` URL checks the server's certificate unless it says not to."""
+        from evalfarm.broker.connections import check, with_tls_defaults
 
         check(url, master_name="(checked with the settings)")
-        return url
+        return with_tls_defaults(url)
 
     @model_validator(mode="after")
     def _check_master_name(self) -> Self:

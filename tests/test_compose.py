@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import redis
 from farm_support import ROOT, client_settings
 
 from evalfarm.broker.client import Farm
@@ -46,7 +47,11 @@ def cluster() -> Iterator[dict[str, Any]]:
     if reason:
         pytest.skip(reason)
     ports = {name: free_port() for name in ("REDIS_PORT", "GATEWAY_PORT", "FLOWER_PORT", "PROMETHEUS_PORT")}
-    secrets = {"EVALFARM_GATEWAY_TOKEN": "compose-test-token", "FLOWER_BASIC_AUTH": "operator:compose-test"}
+    secrets = {
+        "EVALFARM_REDIS_PASSWORD": "0c0ffee0compose",
+        "EVALFARM_GATEWAY_TOKEN": "compose-test-token",
+        "FLOWER_BASIC_AUTH": "operator:compose-test",
+    }
     env = {**os.environ, **{k: str(v) for k, v in ports.items()}, "WORKER_REPLICAS": "2", **secrets}
     compose = [
         "docker",
@@ -75,7 +80,7 @@ def prometheus(port: int, query: str) -> list[Any]:
 
 def test_the_compose_cluster_scores_and_is_scraped(cluster: dict[str, Any]) -> None:
     ports = cluster["ports"]
-    broker = f"redis://127.0.0.1:{ports['REDIS_PORT']}/0"
+    broker = f"redis://:0c0ffee0compose@127.0.0.1:{ports['REDIS_PORT']}/0"
     jobs = [
         *({"id": f"ok{i}", "env": "program", "code": f"print({i})"} for i in range(6)),
         {"id": "crash", "env": "program", "code": "raise SystemExit(3)"},
@@ -107,3 +112,5 @@ def test_the_compose_cluster_scores_and_is_scraped(cluster: dict[str, Any]) -> N
         assert time.monotonic() < deadline, samples
         time.sleep(3)
     assert len(prometheus(ports["PROMETHEUS_PORT"], "up{job='evalfarm-workers'} == 1")) == 2
+    with pytest.raises(redis.AuthenticationError):  # without the password, no forged reply
+        redis.Redis(port=ports["REDIS_PORT"], socket_timeout=5).rpush("evalfarm:reply:forged", "{}")

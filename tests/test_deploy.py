@@ -27,6 +27,10 @@ COMPOSE = ROOT / "docker-compose.yml"
 METRIC = re.compile(r"\bevalfarm_[a-z0-9_]+\b")
 # ${NAME:-default} in compose values: resolved to the default, as with no such variable set.
 INTERPOLATION = re.compile(r"\$\{[A-Z0-9_]+:-([^}]*)\}")
+# ${NAME:?message} in compose values: a variable compose demands (resolved here to a stand-in).
+DEMANDED = re.compile(r"\$\{([A-Z0-9_]+):\?[^}]*\}")
+# The broker URL every service is given, with the demanded password standing in.
+BROKER = "redis://:<EVALFARM_REDIS_PASSWORD>@redis:6379/0"
 # Variables the worker image's entry point reads on top of the Settings fields.
 ENTRYPOINT_VARIABLES = {"EVALFARM_CPUS_PER_WORKER", "EVALFARM_WORKER_REPLICAS", "EVALFARM_SEATS_DIR"}
 
@@ -36,7 +40,8 @@ def load_yaml(path: Path) -> Any:
 
 
 def resolved(value: Any) -> str:
-    return INTERPOLATION.sub(lambda match: match.group(1), str(value))
+    value = INTERPOLATION.sub(lambda match: match.group(1), str(value))
+    return DEMANDED.sub(lambda match: f"<{match.group(1)}>", value)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +114,8 @@ def test_the_gateway_runs_the_worker_image_and_needs_a_token(compose, worker) ->
 def test_flower_runs_from_the_worker_image_with_basic_auth(compose, worker) -> None:
     flower = compose["services"]["flower"]
     assert flower["image"] == worker["image"] and flower["entrypoint"][0].endswith("/celery")
-    assert flower["command"][:3] == ["--broker", "redis://redis:6379/0", "flower"]
+    assert flower["command"][:3] == ["-A", "evalfarm.workers.flower", "flower"]  # the farm's own app
+    assert resolved(flower["environment"]["EVALFARM_BROKER_URL"]) == BROKER
     assert flower["environment"]["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
     assert "/healthcheck" in " ".join(flower["healthcheck"]["test"])
 
@@ -121,7 +127,7 @@ def test_worker_environment_is_valid_farm_settings(worker) -> None:
     farm = Settings(**{  # type: ignore[call-arg]
         k.removeprefix("EVALFARM_").lower(): v for k, v in environment.items() if k in settings_fields
     })  # fmt: skip
-    assert farm.broker_url == "redis://redis:6379/0"
+    assert farm.broker_url == BROKER
     assert farm.metrics_host == "0.0.0.0"
     # Docker waits this long after SIGTERM: a warm shutdown lets running chunks reach the hard limit.
     assert seconds(worker["stop_grace_period"]) > farm.task_hard_time_limit_s
@@ -133,12 +139,28 @@ def test_redis_keeps_its_data_in_a_volume_with_the_repository_config(compose) ->
     volumes = [str(v) for v in redis["volumes"]]
     assert "redis-data:/data" in volumes and "redis-data" in compose["volumes"]
     config = next(v.split(":")[1] for v in volumes if v.startswith("./deploy/redis.conf:"))
-    assert redis["command"] == ["redis-server", config]
+    assert redis["command"][:2] == ["redis-server", config]
     for volume in {str(v).split(":")[0] for s in compose["services"].values() for v in s.get("volumes", [])}:
         if volume.startswith("./"):
             assert (ROOT / volume).exists(), volume
         else:
             assert volume in compose["volumes"], volume
+
+
+def test_redis_demands_a_password_that_every_service_carries(compose) -> None:
+    """Whoever can write to the farm's Redis can forge a reply: compose refuses to start without a
+    password, Redis requires it, and every service's broker URL carries it."""
+    redis = compose["services"]["redis"]
+    command = [resolved(word) for word in redis["command"]]
+    assert command[command.index("--requirepass") + 1] == "<EVALFARM_REDIS_PASSWORD>"
+    assert resolved(redis["environment"]["REDISCLI_AUTH"]) == "<EVALFARM_REDIS_PASSWORD>"  # the health check
+    for name, service in compose["services"].items():
+        urls = [
+            resolved(v) for k, v in (service.get("environment") or {}).items() if k == "EVALFARM_BROKER_URL"
+        ]
+        talks_to_redis = name in ("worker", "gateway", "flower")
+        assert urls == ([BROKER] if talks_to_redis else []), name
+        assert "redis://redis" not in " ".join(map(str, service.get("command") or [])), name
 
 
 def test_redis_conf_appends_every_second_and_never_evicts() -> None:
@@ -170,7 +192,11 @@ def test_docker_compose_accepts_the_file_and_insists_on_its_secrets() -> None:
     if compose is None:
         pytest.skip("no docker compose v2 here")
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent"}  # `config` needs no daemon
-    secrets = {"EVALFARM_GATEWAY_TOKEN": "t", "FLOWER_BASIC_AUTH": "operator:p"}
+    secrets = {
+        "EVALFARM_REDIS_PASSWORD": "0a1b",
+        "EVALFARM_GATEWAY_TOKEN": "t",
+        "FLOWER_BASIC_AUTH": "operator:p",
+    }
     command = [*compose, "-f", str(COMPOSE), "config", "--quiet"]
     checked = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env={**env, **secrets})
     assert checked.returncode == 0, checked.stderr

@@ -1,8 +1,8 @@
 """A farm whose Redis is watched by Sentinel, and nodes that cannot start.
 
 Real `redis-server` processes on loopback (a master, a replica, three Sentinels: the same binary in
-Sentinel mode) and a real node, producers, session host, gateway and metrics exporter, all given the
-Sentinels' addresses in kombu's form and the master's name. Failovers mid-batch are chaos scenarios
+Sentinel mode) and a real node, producers, session host, gateway, metrics exporter and Flower, all
+given the Sentinels' addresses in kombu's form and the master's name. Failovers mid-batch are chaos scenarios
 (`chaos_support`: `sentinel_failover`, `sentinel_publishing`).
 """
 
@@ -25,7 +25,7 @@ from sentinel_support import MASTER, SentinelRedis
 from evalfarm.broker.aio import AsyncFarm
 from evalfarm.broker.client import Farm
 from evalfarm.broker.settings import Settings
-from evalfarm.workers.embedded import GatewayProcess, NodeProcess, free_port
+from evalfarm.workers.embedded import FlowerProcess, GatewayProcess, NodeProcess, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -37,6 +37,7 @@ def sentinel_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     env = worker_env(EVALFARM_REDIS_MASTER=MASTER, EVALFARM_METRICS_PORT=str(metrics_port))
     node = NodeProcess(sentinels.url, ["--concurrency", "2", "--name", "sentinel@localhost"], env).start()
     gateway = GatewayProcess(sentinels.url, free_port(), worker_env(EVALFARM_REDIS_MASTER=MASTER)).start()
+    flower = FlowerProcess(sentinels.url, free_port(), worker_env(EVALFARM_REDIS_MASTER=MASTER)).start()
     try:
         settings = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=120.0)
         with Farm(settings=settings, progress=False) as farm:
@@ -46,8 +47,10 @@ def sentinel_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
             "settings": settings,
             "gateway": gateway.url,
             "metrics": f"http://127.0.0.1:{metrics_port}/metrics",
+            "flower": flower.url,
         }
     finally:
+        flower.stop(grace_s=10)
         gateway.stop(grace_s=10)
         node.stop(grace_s=10)
         sentinels.close()
@@ -86,6 +89,17 @@ def test_the_gateway_and_the_exporter_find_the_master(sentinel_farm: dict[str, A
     assert [r["stdout"] for r in answer["results"]] == ["0\n", "2\n", "4\n"]
     metrics = urllib.request.urlopen(sentinel_farm["metrics"], timeout=30).read().decode()
     assert "evalfarm_broker_up 1.0" in metrics
+
+
+def test_flower_finds_the_master_and_sees_the_node(sentinel_farm: dict[str, Any]) -> None:
+    def online() -> bool:  # the node's events reach Flower through the master the Sentinels name
+        try:
+            page = requests.get(f"{sentinel_farm['flower']}/metrics", timeout=10).text
+        except requests.RequestException:
+            return False
+        return 'flower_worker_online{worker="sentinel@localhost"} 1.0' in page
+
+    wait_for(online, 90, "Flower to see the node's events")
 
 
 # -- nodes that cannot start --------------------------------------------------------------------

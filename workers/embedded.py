@@ -245,10 +245,12 @@ class FlowerProcess(NodeProcess):
     (user:password) turns on its basic authentication."""
 
     def __init__(self, broker_url: str, port: int, env: dict[str, str] | None = None) -> None:
+        # The farm's own Celery app (`workers.flower`), made from EVALFARM_* as a node's is.
+        env = {**(env if env is not None else os.environ), "EVALFARM_BROKER_URL": broker_url}
         super().__init__(broker_url, (), env)
         self.port = port
-        command = ["--broker", broker_url, "flower", f"--port={port}", "--address=127.0.0.1"]
-        auth = (env or os.environ).get("EVALFARM_FLOWER_AUTH")
+        command = ["-A", "evalfarm.workers.flower", "flower", f"--port={port}", "--address=127.0.0.1"]
+        auth = env.get("EVALFARM_FLOWER_AUTH")
         self.command = [sys.executable, "-m", "celery", *command, *([f"--basic-auth={auth}"] if auth else [])]
 
     @property

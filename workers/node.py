@@ -98,6 +98,7 @@ def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", q
         plan.slot_of(0), plan.slot_of(plan.concurrency - 1),
     )  # fmt: skip
     _explain_root()
+    _warn_of_unchecked_tls(settings)
     argv = [
         *(["--quiet"] if quiet else []),
         "worker",
@@ -121,6 +122,16 @@ def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", q
     except SystemExit as exit_:
         return int(exit_.code or 0)
     return int(getattr(workers[0], "exitcode", 0) or 0) if workers else 0
+
+
+def _warn_of_unchecked_tls(settings: WorkerSettings) -> None:
+    """A `rediss://` URL with `ssl_cert_reqs=none` encrypts but trusts any server: say so."""
+    for url in {settings.broker_url, settings.backend_url}:
+        if url and url.startswith("rediss://") and "ssl_cert_reqs=none" in url:
+            log.warning(
+                "TLS to Redis without checking its certificate (ssl_cert_reqs=none): whoever sits "
+                "between this node and Redis can pose as Redis; give ssl_ca_certs instead"
+            )
 
 
 def _explain_root() -> None:
