@@ -44,7 +44,11 @@ class AsyncFarm:
         # A failover may lose the last writes: a batch looks for its tasks soon after one.
         self._master_watch = MasterWatch()
         self._redis = async_redis_client(
-            str(settings.backend_url), settings.redis_master, self._master_watch, **redis_options(settings)
+            str(settings.backend_url),
+            settings.redis_master,
+            self._master_watch,
+            settings.redis_sentinel_password,
+            **redis_options(settings),
         )
         self._sync_redis: Any = None  # for sizing, read in a thread
         self._in_flight = 0
@@ -179,7 +183,10 @@ class AsyncFarm:
         if self._sync_redis is None:
             settings = self.settings
             self._sync_redis = redis_client(
-                str(settings.backend_url), settings.redis_master, **redis_options(settings)
+                str(settings.backend_url),
+                settings.redis_master,
+                sentinel_password=settings.redis_sentinel_password,
+                **redis_options(settings),
             )
         return self._producer.processes(self._sync_redis)
 

@@ -71,7 +71,7 @@ def celery_config(settings: FarmSettings) -> dict[str, Any]:
         "broker_transport_options": transport_options(settings),
         "result_backend_transport_options": {
             "retry_policy": {"max_retries": 50, "interval_max": 1.0},
-            **({"master_name": settings.redis_master} if is_sentinel(settings.backend_url) else {}),
+            **(sentinel_options(settings) if is_sentinel(settings.backend_url) else {}),
         },
         # A producer publishing while Redis restarts waits for it instead of failing the batch.
         "task_publish_retry": True,
@@ -98,9 +98,8 @@ def celery_config(settings: FarmSettings) -> dict[str, Any]:
 def transport_options(settings: FarmSettings) -> dict[str, Any]:
     """kombu's Redis transport options: redelivery timing, priorities and health checks (and the
     master's name, for Sentinel)."""
-    master = {"master_name": settings.redis_master} if is_sentinel(settings.broker_url) else {}
     return {
-        **master,
+        **(sentinel_options(settings) if is_sentinel(settings.broker_url) else {}),
         # A running task is redelivered once the visibility timeout passes: keep it above the hard
         # time limit (FarmSettings checks), and sweep for the messages of dead workers often.
         "visibility_timeout": settings.visibility_timeout_s,
@@ -115,6 +114,14 @@ def transport_options(settings: FarmSettings) -> dict[str, Any]:
         "socket_timeout": 30,
         "retry_on_timeout": True,
     }
+
+
+def sentinel_options(settings: FarmSettings) -> dict[str, Any]:
+    """kombu's and Celery's Sentinel options: the master's name, the Sentinels' own password."""
+    password = settings.redis_sentinel_password
+    return {"master_name": settings.redis_master} | (
+        {"sentinel_kwargs": {"password": password}} if password else {}
+    )
 
 
 def make_app(settings: FarmSettings, name: str = "evalfarm") -> Celery:

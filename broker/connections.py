@@ -3,11 +3,12 @@ farm's broker URL: a plain `redis://` or `rediss://` URL, or Redis Sentinel in k
 
 Sentinel: `sentinel://HOST1:26379;sentinel://HOST2:26379;sentinel://HOST3:26379` (a password and a
 database on the first, `sentinel://:PASSWORD@HOST1:26379/0;...`, are the master's), with the
-master's name in the `redis_master` setting (`EVALFARM_REDIS_MASTER`). A client made here asks
-the Sentinels where the master is at each new connection, so it follows a failover without a
-restart: a command on a connection to the old master fails (a connection error, or READONLY on a
-demoted one) and is retried on a fresh connection to the new master. Celery's side (the broker
-transport, the result backend) is configured for the same URL by `broker.app`.
+master's name in the `redis_master` setting (`EVALFARM_REDIS_MASTER`) and the Sentinels' own
+password, where they have one, in `redis_sentinel_password` (`EVALFARM_REDIS_SENTINEL_PASSWORD`).
+A client made here asks the Sentinels where the master is at each new connection, so it follows a
+failover without a restart: a command on a connection to the old master fails (a connection error,
+or READONLY on a demoted one) and is retried on a fresh connection to the new master. Celery's side
+(the broker transport, the result backend) is configured for the same URL by `broker.app`.
 """
 
 from __future__ import annotations
@@ -78,10 +79,14 @@ def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
 
 
 def redis_client(
-    url: str, master_name: str | None = None, watch: MasterWatch | None = None, **options: Any
+    url: str,
+    master_name: str | None = None,
+    watch: MasterWatch | None = None,
+    sentinel_password: str | None = None,
+    **options: Any,
 ) -> Any:
     """A redis-py client of the farm's Redis (`options`: socket timeouts and the like; `watch`: told
-    of every new connection's server)."""
+    of every new connection's server; `sentinel_password`: the Sentinels' own, if they have one)."""
     if watch is not None:
 
         def connected(connection: Any) -> None:
@@ -96,12 +101,16 @@ def redis_client(
     from redis.sentinel import Sentinel
 
     addresses, master = _sentinel_config(url, master_name, options)
-    sentinel = Sentinel(addresses, sentinel_kwargs=_sentinel_kwargs(options), **master)
+    sentinel = Sentinel(addresses, sentinel_kwargs=sentinel_kwargs(options, sentinel_password), **master)
     return sentinel.master_for(str(master_name))
 
 
 def async_redis_client(
-    url: str, master_name: str | None = None, watch: MasterWatch | None = None, **options: Any
+    url: str,
+    master_name: str | None = None,
+    watch: MasterWatch | None = None,
+    sentinel_password: str | None = None,
+    **options: Any,
 ) -> Any:
     """An asyncio redis-py client of the farm's Redis."""
     if watch is not None:
@@ -118,7 +127,7 @@ def async_redis_client(
     from redis.asyncio.sentinel import Sentinel
 
     addresses, master = _sentinel_config(url, master_name, options)
-    sentinel = Sentinel(addresses, sentinel_kwargs=_sentinel_kwargs(options), **master)
+    sentinel = Sentinel(addresses, sentinel_kwargs=sentinel_kwargs(options, sentinel_password), **master)
     return sentinel.master_for(str(master_name))
 
 
@@ -205,7 +214,9 @@ def _sentinel_config(
     return addresses, {**options, **master}
 
 
-def _sentinel_kwargs(options: dict[str, Any]) -> dict[str, Any]:
-    """The Sentinels' own connections: the same timeouts as the master's."""
+def sentinel_kwargs(options: dict[str, Any], password: str | None = None) -> dict[str, Any]:
+    """The Sentinels' own connections: the same timeouts as the master's, and their password."""
     keep = ("socket_timeout", "socket_connect_timeout", "socket_keepalive")
-    return {name: options[name] for name in keep if name in options}
+    return {name: options[name] for name in keep if name in options} | (
+        {"password": password} if password else {}
+    )

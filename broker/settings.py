@@ -31,6 +31,9 @@ class FarmSettings(BaseModel):
     broker_url: str | None = None
     result_backend: str | None = Field(default=None, description="defaults to broker_url")
     redis_master: str | None = Field(default=None, description="the Sentinels' name for the master")
+    # The Sentinels' own password (their `requirepass`), where they have one; the master's goes on
+    # the URL.
+    redis_sentinel_password: str | None = None
 
     # Workloads: env id -> queue; envs not listed go to `default_queue` (the catalog's queues).
     default_queue: str = "code"

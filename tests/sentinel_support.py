@@ -25,11 +25,15 @@ FAILOVER_TIMEOUT_MS = 10000
 class SentinelRedis:
     """A master, a replica and three Sentinels watching them; all stopped by `close`."""
 
-    def __init__(self, directory: Path, password: str | None = None) -> None:
+    def __init__(
+        self, directory: Path, password: str | None = None, sentinel_password: str | None = None
+    ) -> None:
         """`password`: the master's and the replica's (`requirepass`), which the Sentinels and the
-        farm's URL must give."""
+        farm's URL must give; `sentinel_password`: the Sentinels' own (`requirepass` in Sentinel
+        mode; they give it to each other too), which the farm gives in EVALFARM_REDIS_SENTINEL_PASSWORD."""
         self.directory = directory
         self.password = password
+        self.sentinel_password = sentinel_password
         self.binary = redis_server_binary()
         self.ports = {"master": free_port(), "replica": free_port()}
         self.sentinel_ports = [free_port() for _ in range(3)]
@@ -71,17 +75,22 @@ class SentinelRedis:
             f"sentinel failover-timeout {MASTER} {FAILOVER_TIMEOUT_MS}\n"
             f"sentinel parallel-syncs {MASTER} 1\n"
             + (f"sentinel auth-pass {MASTER} {self.password}\n" if self.password else "")
+            + (
+                f"requirepass {self.sentinel_password}\nsentinel sentinel-pass {self.sentinel_password}\n"
+                if self.sentinel_password
+                else ""
+            )
         )
         self.processes[f"sentinel{index}"] = subprocess.Popen(
             [self.binary, str(config), "--sentinel"], stdout=subprocess.DEVNULL, start_new_session=True
         )
-        _wait_answering(port)
+        _wait_answering(port, password=self.sentinel_password)
 
     def master_port(self) -> int | None:
         """The master's port as the first Sentinel that answers says."""
         for port in self.sentinel_ports:
             try:
-                client = redis.Redis(port=port, socket_timeout=1)
+                client = redis.Redis(port=port, socket_timeout=1, password=self.sentinel_password)
                 address = client.execute_command("SENTINEL", "get-master-addr-by-name", MASTER)
                 client.close()
                 if address:

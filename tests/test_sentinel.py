@@ -202,3 +202,57 @@ def test_a_farm_on_sentinels_whose_master_needs_a_password(tmp_path: Path) -> No
     finally:
         node.stop(grace_s=10)
         sentinels.close()
+
+
+def test_sentinels_with_a_password_of_their_own(tmp_path: Path) -> None:
+    """Sentinels that require a password: the farm gives it in EVALFARM_REDIS_SENTINEL_PASSWORD to
+    every client (node, producer, exporter, Flower) and follows a failover; without it a client
+    cannot even learn where the master is."""
+    import redis
+
+    sentinels = SentinelRedis(tmp_path, password="master-pw", sentinel_password="sentinel-pw").start()
+    metrics_port = free_port()
+    env = worker_env(
+        EVALFARM_REDIS_MASTER=MASTER,
+        EVALFARM_REDIS_SENTINEL_PASSWORD="sentinel-pw",
+        EVALFARM_METRICS_PORT=str(metrics_port),
+    )
+    node = NodeProcess(sentinels.url, ["--concurrency", "1", "--name", "guarded@localhost"], env).start()
+    flower = FlowerProcess(sentinels.url, free_port(), env).start()
+    try:
+        settings = Settings(
+            broker_url=sentinels.url,
+            redis_master=MASTER,
+            redis_sentinel_password="sentinel-pw",
+            batch_deadline_s=120.0,
+        )
+        with Farm(settings=settings, progress=False) as farm:
+            wait_for_pool(farm)
+            assert [r["stdout"] for r in farm.score(jobs(3))] == ["0\n", "2\n", "4\n"]
+            old = sentinels.kill_master()  # the Sentinels agree on a new master among themselves
+            wait_for(lambda: sentinels.master_port() not in (None, old), 60, "a failover")
+            assert [r["stdout"] for r in farm.score(jobs(3))] == ["0\n", "2\n", "4\n"]
+        metrics = (
+            urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).read().decode()
+        )
+        assert "evalfarm_broker_up 1.0" in metrics
+
+        def flower_sees_the_node() -> bool:
+            try:
+                page = requests.get(f"{flower.url}/metrics", timeout=10).text
+            except requests.RequestException:
+                return False
+            return 'flower_worker_online{worker="guarded@localhost"} 1.0' in page
+
+        wait_for(flower_sees_the_node, 90, "Flower to see the node through the guarded Sentinels")
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=sentinels.sentinel_ports[0], socket_timeout=2).execute_command(
+                "SENTINEL", "get-master-addr-by-name", MASTER
+            )
+        unguarded = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=5.0)
+        with Farm(settings=unguarded, progress=False) as farm:
+            assert farm.status()["redis"] is False  # the Sentinels would not name the master
+    finally:
+        flower.stop(grace_s=10)
+        node.stop(grace_s=10)
+        sentinels.close()

@@ -55,6 +55,7 @@ class BrokerCollector:
             settings.broker_url or "",
             settings.redis_master,
             self._master,
+            settings.redis_sentinel_password,
             socket_timeout=2.0,
             socket_connect_timeout=2.0,
         )
