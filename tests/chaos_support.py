@@ -502,12 +502,20 @@ def pause_redis(n_jobs: int) -> Row:
     return _one_node("Redis paused", n_jobs, fault, two_nodes=True)
 
 
-def _failover(name: str, n_jobs: int, at_start: bool) -> Row:
-    """A batch on a Sentinel-watched Redis whose master is killed -9: once a third of the results
-    are in (the producer blocked on its reply list, workers mid-chunk), or `at_start`, while the
-    producer is still publishing the batch's messages (one job each). Notes Sentinel's own
-    failover time (the kill to a new master named) and the kill to the batch's end."""
-    jobs = batch(n_jobs)
+def waiting_job(i: int) -> dict[str, Any]:
+    """A program that runs a full second before it prints (as base_job(i) prints)."""
+    return {"id": f"b{i}", "env": "program", "code": f"import time\ntime.sleep(1.0)\nprint({i})"}
+
+
+def _failover(name: str, n_jobs: int, when: str) -> Row:
+    """A batch on a Sentinel-watched Redis whose master is killed -9: `mid` once a third of the
+    results are in (answers arriving, workers mid-chunk); `publishing` while the producer is still
+    publishing the batch's messages (one job each); `blocked` while every process runs a job of a
+    full second and the producer, all published, waits on its reply list with nothing arriving (a
+    tenth as many jobs, one per message). Notes Sentinel's own failover time (the kill to a new
+    master named) and the kill to the batch's end."""
+    at_start = when in ("publishing", "blocked")
+    jobs = [waiting_job(i) for i in range(n_jobs // 10)] if when == "blocked" else batch(n_jobs)
     with cluster(sentinel=True) as farm_cluster:
         farm_cluster.start_node()
         assert farm_cluster.sentinel is not None
@@ -523,8 +531,8 @@ def _failover(name: str, n_jobs: int, at_start: bool) -> Row:
                 killed["failover_s"] = time.monotonic() - killed["at"]
                 return ""
 
-            if at_start:
-                threading.Timer(0.02, fault).start()
+            if at_start:  # the first answers of `blocked` come a second after publishing
+                threading.Timer(0.02 if when == "publishing" else 0.5, fault).start()
                 seen, seconds, _ = stream_with_fault(farm, jobs, lambda: None)
             else:
                 seen, seconds, _ = stream_with_fault(farm, jobs, fault)
@@ -536,11 +544,15 @@ def _failover(name: str, n_jobs: int, at_start: bool) -> Row:
 
 
 def failover_mid_batch(n_jobs: int) -> Row:
-    return _failover("the Redis master (Sentinel)", n_jobs, at_start=False)
+    return _failover("the Redis master (Sentinel)", n_jobs, "mid")
 
 
 def failover_while_publishing(n_jobs: int) -> Row:
-    return _failover("the Redis master, while publishing", n_jobs, at_start=True)
+    return _failover("the Redis master, while publishing", n_jobs, "publishing")
+
+
+def failover_while_blocked(n_jobs: int) -> Row:
+    return _failover("the Redis master, producer blocked on its replies", n_jobs, "blocked")
 
 
 def _partition(name: str, n_jobs: int, cut_s: float | None) -> Row:
@@ -659,6 +671,7 @@ SCENARIOS: dict[str, Callable[[int], Row]] = {
     "same_job_every_try": kill_one_job_every_try,
     "sentinel_failover": failover_mid_batch,
     "sentinel_publishing": failover_while_publishing,
+    "sentinel_blocked": failover_while_blocked,
     "partition": partition_until_restored,
     "partition_long": partition_long,
 }

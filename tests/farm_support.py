@@ -128,6 +128,38 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+def flower_sees(flower_url: str, node: str) -> bool:
+    """Whether Flower has the node online: its events reached Flower through the farm's Redis."""
+    import requests
+
+    try:
+        page = requests.get(f"{flower_url}/metrics", timeout=10).text
+    except requests.RequestException:
+        return False
+    return f'flower_worker_online{{worker="{node}"}} 1.0' in page
+
+
+def assert_producers_score(settings: Settings) -> None:
+    """A sync producer scores a batch and runs a session, and an asyncio producer scores a batch."""
+    import asyncio
+
+    from evalfarm.broker.aio import AsyncFarm
+
+    jobs = [{"id": f"p{i}", "env": "program", "code": f"print({i} * 7)"} for i in range(12)]
+    with Farm(settings=settings, progress=False) as farm:
+        results = farm.score(jobs)
+        assert [(r["status"], r["stdout"]) for r in results] == [("ok", f"{i * 7}\n") for i in range(12)]
+        with farm.session() as session:
+            session.run("import math; r = 3")
+            assert session.run("math.floor(r * 2.5)").value == "7"
+
+    async def scored() -> list[Any]:
+        async with AsyncFarm(settings=settings) as farm:
+            return await farm.score(jobs[:4])
+
+    assert [r["stdout"] for r in asyncio.run(scored())] == [f"{i * 7}\n" for i in range(4)]
+
+
 def pool_children(worker: NodeProcess) -> list[int]:
     """The pids of a node's pool processes (the direct children of its main process)."""
     assert worker.proc is not None

@@ -9,7 +9,6 @@ TLS options that cannot work (said in one line, exit code 2).
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import urllib.request
@@ -20,10 +19,9 @@ from typing import Any
 import pytest
 import redis
 import requests
-from farm_support import ROOT, wait_for, worker_env
+from farm_support import ROOT, assert_producers_score, flower_sees, wait_for, worker_env
 from tls_support import TlsRedis
 
-from evalfarm.broker.aio import AsyncFarm
 from evalfarm.broker.client import Farm
 from evalfarm.broker.settings import Settings
 from evalfarm.workers.embedded import FlowerProcess, GatewayProcess, NodeProcess, free_port
@@ -79,19 +77,7 @@ def jobs(n: int) -> list[dict[str, Any]]:
 
 
 def test_producers_score_over_tls(tls_farm: dict[str, Any]) -> None:
-    settings = tls_farm["settings"]
-    with Farm(settings=settings, progress=False) as farm:
-        results = farm.score(jobs(12))
-        assert [(r["status"], r["stdout"]) for r in results] == [("ok", f"{i + 100}\n") for i in range(12)]
-        with farm.session() as session:
-            session.run("import math; r = 3")
-            assert session.run("math.floor(r * 2.5)").value == "7"
-
-    async def scored() -> list[Any]:
-        async with AsyncFarm(settings=settings) as farm:
-            return await farm.score(jobs(4))
-
-    assert [r["stdout"] for r in asyncio.run(scored())] == [f"{i + 100}\n" for i in range(4)]
+    assert_producers_score(tls_farm["settings"])
 
 
 def test_the_gateway_the_exporter_and_flower_speak_tls(tls_farm: dict[str, Any]) -> None:
@@ -102,14 +88,7 @@ def test_the_gateway_the_exporter_and_flower_speak_tls(tls_farm: dict[str, Any])
     metrics = urllib.request.urlopen(tls_farm["metrics"], timeout=30).read().decode()
     assert "evalfarm_broker_up 1.0" in metrics and "evalfarm_nodes_live 1.0" in metrics
 
-    def flower_sees_the_node() -> bool:  # its events reach Flower through Redis, over TLS
-        try:
-            page = requests.get(f"{tls_farm['flower']}/metrics", timeout=10).text
-        except requests.RequestException:
-            return False
-        return 'flower_worker_online{worker="tls@localhost"} 1.0' in page
-
-    wait_for(flower_sees_the_node, 90, "Flower to see the node's events")
+    wait_for(lambda: flower_sees(tls_farm["flower"], "tls@localhost"), 90, "Flower to see the node")
 
 
 def test_a_program_on_the_node_cannot_learn_the_password(tls_farm: dict[str, Any]) -> None:

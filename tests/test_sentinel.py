@@ -8,7 +8,6 @@ given the Sentinels' addresses in kombu's form and the master's name. Failovers 
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import time
@@ -19,10 +18,9 @@ from typing import Any
 
 import pytest
 import requests
-from farm_support import ROOT, wait_for, worker_env
+from farm_support import ROOT, assert_producers_score, flower_sees, wait_for, worker_env
 from sentinel_support import MASTER, SentinelRedis
 
-from evalfarm.broker.aio import AsyncFarm
 from evalfarm.broker.client import Farm
 from evalfarm.broker.settings import Settings
 from evalfarm.workers.embedded import FlowerProcess, GatewayProcess, NodeProcess, free_port
@@ -66,20 +64,9 @@ def jobs(n: int) -> list[dict[str, Any]]:
 
 
 def test_producers_score_through_the_sentinels(sentinel_farm: dict[str, Any]) -> None:
-    settings = sentinel_farm["settings"]
-    with Farm(settings=settings, progress=False) as farm:
-        results = farm.score(jobs(20))
-        assert [(r["status"], r["stdout"]) for r in results] == [("ok", f"{i * 2}\n") for i in range(20)]
-        with farm.session() as session:
-            session.run("x = 20")
-            assert session.run("x + 1").value == "21"
+    assert_producers_score(sentinel_farm["settings"])
+    with Farm(settings=sentinel_farm["settings"], progress=False) as farm:
         assert farm.status()["sessions"]["hosts"] == 1
-
-    async def scored() -> list[Any]:
-        async with AsyncFarm(settings=settings) as farm:
-            return await farm.score(jobs(5))
-
-    assert [r["stdout"] for r in asyncio.run(scored())] == [f"{i * 2}\n" for i in range(5)]
 
 
 def test_the_gateway_and_the_exporter_find_the_master(sentinel_farm: dict[str, Any]) -> None:
@@ -92,14 +79,7 @@ def test_the_gateway_and_the_exporter_find_the_master(sentinel_farm: dict[str, A
 
 
 def test_flower_finds_the_master_and_sees_the_node(sentinel_farm: dict[str, Any]) -> None:
-    def online() -> bool:  # the node's events reach Flower through the master the Sentinels name
-        try:
-            page = requests.get(f"{sentinel_farm['flower']}/metrics", timeout=10).text
-        except requests.RequestException:
-            return False
-        return 'flower_worker_online{worker="sentinel@localhost"} 1.0' in page
-
-    wait_for(online, 90, "Flower to see the node's events")
+    wait_for(lambda: flower_sees(sentinel_farm["flower"], "sentinel@localhost"), 90, "Flower to see the node")
 
 
 # -- nodes that cannot start --------------------------------------------------------------------
@@ -237,14 +217,7 @@ def test_sentinels_with_a_password_of_their_own(tmp_path: Path) -> None:
         )
         assert "evalfarm_broker_up 1.0" in metrics
 
-        def flower_sees_the_node() -> bool:
-            try:
-                page = requests.get(f"{flower.url}/metrics", timeout=10).text
-            except requests.RequestException:
-                return False
-            return 'flower_worker_online{worker="guarded@localhost"} 1.0' in page
-
-        wait_for(flower_sees_the_node, 90, "Flower to see the node through the guarded Sentinels")
+        wait_for(lambda: flower_sees(flower.url, "guarded@localhost"), 90, "Flower to see the node")
         with pytest.raises(redis.AuthenticationError):
             redis.Redis(port=sentinels.sentinel_ports[0], socket_timeout=2).execute_command(
                 "SENTINEL", "get-master-addr-by-name", MASTER
