@@ -65,6 +65,7 @@ def tls_farm(tls_redis: TlsRedis) -> Iterator[dict[str, Any]]:
             "gateway": gateway.url,
             "metrics": f"http://127.0.0.1:{metrics_port}/metrics",
             "flower": flower.url,
+            "node": node,
         }
     finally:
         flower.stop(grace_s=10)
@@ -106,6 +107,19 @@ def test_a_program_on_the_node_cannot_learn_the_password(tls_farm: dict[str, Any
         [result] = farm.score([{"id": "peek", "env": "program", "code": probe}])
     assert result["status"] == "ok" and "PATH" in result["stdout"], result
     assert PASSWORD not in result["stdout"] + result["stderr"]
+
+
+def test_the_session_host_gets_the_password_on_no_command_line(tls_farm: dict[str, Any]) -> None:
+    """Any local user can read a process's command line: the node hands its session host the
+    settings (the broker URL with the password in it) on a pipe instead."""
+    node = tls_farm["node"]
+    hosts = [
+        command
+        for task in Path(f"/proc/{node.proc.pid}/task").iterdir()  # a thread of the node starts it
+        for pid in (task / "children").read_text().split()
+        if b"evalfarm.workers.sessions" in (command := Path(f"/proc/{pid}/cmdline").read_bytes())
+    ]
+    assert len(hosts) == 1 and PASSWORD.encode() not in hosts[0], hosts
 
 
 def test_nobody_without_the_ca_or_the_password_gets_in(tls_redis: TlsRedis) -> None:

@@ -16,6 +16,7 @@ ends all of its sessions. Sessions take at most `session_cpu_share` of the node'
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import os
@@ -380,17 +381,23 @@ def start_host(settings: WorkerSettings, node: str, slot: int) -> subprocess.Pop
 
     own = settings.model_dump(mode="json", include=set(WorkerSettings.model_fields))  # a Settings has more
     config = json.dumps({"settings": own, "node": node, "slot": slot})
-    return subprocess.Popen(
-        [sys.executable, "-m", "evalfarm.workers.sessions", config],
-        stdin=subprocess.DEVNULL,
+    # On its stdin, not its command line: the settings hold Redis's password, and any local user can
+    # read a process's command line.
+    host = subprocess.Popen(
+        [sys.executable, "-m", "evalfarm.workers.sessions"],
+        stdin=subprocess.PIPE,
         preexec_fn=parent_death_signal(signal.SIGKILL),
     )
+    assert host.stdin is not None
+    with contextlib.suppress(BrokenPipeError), host.stdin:  # one that died at once is started again
+        host.stdin.write(config.encode())
+    return host
 
 
 def main() -> None:
-    """`python -m evalfarm.workers.sessions CONFIG`: a node's session host, until SIGTERM."""
+    """`python -m evalfarm.workers.sessions < CONFIG`: a node's session host, until SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/sessions] %(message)s")
-    config = json.loads(sys.argv[1])
+    config = json.loads(sys.stdin.read())
     settings = WorkerSettings.model_validate(config["settings"])
     host = SessionHost(settings, config["node"], config["slot"])
     signal.signal(signal.SIGTERM, lambda *_: host.stop())
