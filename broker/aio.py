@@ -44,11 +44,7 @@ class AsyncFarm:
         # A failover may lose the last writes: a batch looks for its tasks soon after one.
         self._master_watch = MasterWatch()
         self._redis = async_redis_client(
-            str(settings.backend_url),
-            settings.redis_master,
-            self._master_watch,
-            settings.redis_sentinel_password,
-            **redis_options(settings),
+            str(settings.backend_url), settings, self._master_watch, **redis_options(settings)
         )
         self._sync_redis: Any = None  # for sizing, read in a thread
         self._in_flight = 0
@@ -182,12 +178,7 @@ class AsyncFarm:
         """Pool processes serving the farm (blocking: read in a thread from async code)."""
         if self._sync_redis is None:
             settings = self.settings
-            self._sync_redis = redis_client(
-                str(settings.backend_url),
-                settings.redis_master,
-                sentinel_password=settings.redis_sentinel_password,
-                **redis_options(settings),
-            )
+            self._sync_redis = redis_client(str(settings.backend_url), settings, **redis_options(settings))
         return self._producer.processes(self._sync_redis)
 
     async def _cleanup(self, abandoned: list[str], reply_key: str) -> None:

@@ -51,11 +51,7 @@ class Farm:
         # A failover may lose the last writes: a batch looks for its tasks soon after one.
         self._master_watch = MasterWatch()
         self._redis = redis_client(
-            str(settings.backend_url),
-            settings.redis_master,
-            self._master_watch,
-            settings.redis_sentinel_password,
-            **redis_options(settings),
+            str(settings.backend_url), settings, self._master_watch, **redis_options(settings)
         )
         self._in_flight = 0
         self._lock = threading.Lock()

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalfarm.broker.settings import FarmSettings
 
 SENTINEL_SCHEMES = ("sentinel",)
 
@@ -79,14 +82,11 @@ def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
 
 
 def redis_client(
-    url: str,
-    master_name: str | None = None,
-    watch: MasterWatch | None = None,
-    sentinel_password: str | None = None,
-    **options: Any,
+    url: str, farm: FarmSettings | None = None, watch: MasterWatch | None = None, **options: Any
 ) -> Any:
-    """A redis-py client of the farm's Redis (`options`: socket timeouts and the like; `watch`: told
-    of every new connection's server; `sentinel_password`: the Sentinels' own, if they have one)."""
+    """A redis-py client of the farm's Redis at `url` (`farm`: the settings that say how to reach a
+    master through Sentinels; `watch`: told of every new connection's server; `options`: socket
+    timeouts and the like)."""
     if watch is not None:
 
         def connected(connection: Any) -> None:
@@ -100,19 +100,13 @@ def redis_client(
         return redis.Redis.from_url(url, **options)
     from redis.sentinel import Sentinel
 
-    addresses, master = _sentinel_config(url, master_name, options)
-    sentinel = Sentinel(addresses, sentinel_kwargs=sentinel_kwargs(options, sentinel_password), **master)
-    return sentinel.master_for(str(master_name))
+    return _master_for(Sentinel, url, farm, options)
 
 
 def async_redis_client(
-    url: str,
-    master_name: str | None = None,
-    watch: MasterWatch | None = None,
-    sentinel_password: str | None = None,
-    **options: Any,
+    url: str, farm: FarmSettings | None = None, watch: MasterWatch | None = None, **options: Any
 ) -> Any:
-    """An asyncio redis-py client of the farm's Redis."""
+    """An asyncio redis-py client of the farm's Redis at `url`."""
     if watch is not None:
 
         async def connected(connection: Any) -> None:
@@ -126,8 +120,21 @@ def async_redis_client(
         return redis.asyncio.Redis.from_url(url, **options)
     from redis.asyncio.sentinel import Sentinel
 
-    addresses, master = _sentinel_config(url, master_name, options)
-    sentinel = Sentinel(addresses, sentinel_kwargs=sentinel_kwargs(options, sentinel_password), **master)
+    return _master_for(Sentinel, url, farm, options)
+
+
+def _master_for(sentinel_class: Any, url: str, farm: FarmSettings | None, options: dict[str, Any]) -> Any:
+    """A client of the master the Sentinels of `url` name (redis-py's sync or asyncio Sentinel): the
+    master's options (password, database) from the URL, the master's name and the Sentinels' own
+    password from the farm's settings."""
+    master_name = farm.redis_master if farm is not None else None
+    check_master(url, master_name)
+    addresses, master = sentinel_parts(url)
+    keep = ("socket_timeout", "socket_connect_timeout", "socket_keepalive")  # the Sentinels' too
+    sentinels = {name: options[name] for name in keep if name in options}
+    if farm is not None and farm.redis_sentinel_password:
+        sentinels["password"] = farm.redis_sentinel_password
+    sentinel = sentinel_class(addresses, sentinel_kwargs=sentinels, **options, **master)
     return sentinel.master_for(str(master_name))
 
 
@@ -178,17 +185,13 @@ def with_tls_defaults(url: str | None) -> str | None:
     return urllib.parse.urlunsplit(parsed._replace(query=urllib.parse.urlencode(query, safe="/:")))
 
 
-def check(url: str | None, master_name: str | None) -> None:
+def check(url: str | None) -> None:
     """Refuse, with the reason, a URL no client can connect with (at start, not at first use)."""
     if url is None:
         return
     scheme = url.split("://", 1)[0]
     if is_sentinel(url):
         sentinel_parts(url)
-        if not master_name:
-            raise ConnectionConfigError(
-                "a Sentinel broker URL needs the master's name: set EVALFARM_REDIS_MASTER (redis_master)"
-            )
     elif scheme in ("redis", "rediss"):
         parsed = urllib.parse.urlsplit(url)
         try:
@@ -206,17 +209,9 @@ def check(url: str | None, master_name: str | None) -> None:
         )
 
 
-def _sentinel_config(
-    url: str, master_name: str | None, options: dict[str, Any]
-) -> tuple[list[tuple[str, int]], dict[str, Any]]:
-    check(url, master_name)
-    addresses, master = sentinel_parts(url)
-    return addresses, {**options, **master}
-
-
-def sentinel_kwargs(options: dict[str, Any], password: str | None = None) -> dict[str, Any]:
-    """The Sentinels' own connections: the same timeouts as the master's, and their password."""
-    keep = ("socket_timeout", "socket_connect_timeout", "socket_keepalive")
-    return {name: options[name] for name in keep if name in options} | (
-        {"password": password} if password else {}
-    )
+def check_master(url: str | None, master_name: str | None) -> None:
+    """A Sentinel URL without the master's name reaches nothing: refuse it, saying what to set."""
+    if url is not None and is_sentinel(url) and not master_name:
+        raise ConnectionConfigError(
+            "a Sentinel broker URL needs the master's name: set EVALFARM_REDIS_MASTER (redis_master)"
+        )

@@ -79,16 +79,16 @@ class FarmSettings(BaseModel):
         until a deadline; a `rediss://` URL checks the server's certificate unless it says not to."""
         from evalfarm.broker.connections import check, with_tls_defaults
 
-        check(url, master_name="(checked with the settings)")
+        check(url)
         return with_tls_defaults(url)
 
     @model_validator(mode="after")
     def _check_master_name(self) -> Self:
         """A Sentinel URL without the master's name reaches nothing: refuse it at once."""
-        from evalfarm.broker.connections import check
+        from evalfarm.broker.connections import check_master
 
-        check(self.broker_url, self.redis_master)
-        check(self.result_backend, self.redis_master)
+        check_master(self.broker_url, self.redis_master)
+        check_master(self.result_backend, self.redis_master)
         return self
 
     @model_validator(mode="after")

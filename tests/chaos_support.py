@@ -137,7 +137,7 @@ class Cluster:
         return self.sentinel.url if self.sentinel else self.redis.url  # type: ignore[union-attr]
 
     def client(self) -> Any:
-        return redis_client(self.url, self.master)
+        return redis_client(self.url, Settings(broker_url=self.url, redis_master=self.master))
 
     def start_node(
         self, concurrency: int = 2, cpus: str | None = None, slot_base: int = 0, space: str | None = None

@@ -52,11 +52,7 @@ class SessionHost:
         self.host_id = f"{node}#{secrets.token_hex(6)}"
         self.queue = keys.SESSION_QUEUE_PREFIX + self.host_id
         self.redis = redis_client(
-            str(settings.broker_url),
-            settings.redis_master,
-            sentinel_password=settings.redis_sentinel_password,
-            socket_timeout=30,
-            socket_keepalive=True,
+            str(settings.broker_url), settings, socket_timeout=30, socket_keepalive=True
         )
         self.sandbox = Sandbox(slot, sandbox_config(), cpus)
         self.cgroup_parent = f"evalfarm-sessions-{os.getpid()}"

@@ -52,12 +52,7 @@ class BrokerCollector:
         self._keys = queue_keys(settings)
         self._master = MasterWatch()  # a failover shows as a change of the server it connects to
         self._client = redis_client(
-            settings.broker_url or "",
-            settings.redis_master,
-            self._master,
-            settings.redis_sentinel_password,
-            socket_timeout=2.0,
-            socket_connect_timeout=2.0,
+            settings.broker_url or "", settings, self._master, socket_timeout=2.0, socket_connect_timeout=2.0
         )
 
     def collect(self) -> Iterator[Metric]:
