@@ -173,6 +173,27 @@ def test_dead_processes_files_fold_into_totals_and_live_ones_stay(tmp_path: Path
     assert _samples(tmp_path)[("evalfarm_jobs_total", (("env", "program"), ("status", "ok")))] == 10
 
 
+def test_a_scrape_skips_files_a_process_has_made_but_not_yet_sized(tmp_path: Path) -> None:
+    # prometheus-client makes a process's file empty and sizes it a moment later: a pool child
+    # starting mid-scrape, or one killed in between. Either left /metrics answering 500.
+    from evalfarm.workers.metrics.server import ProcessFilesCollector
+
+    done = _writer(tmp_path, 4, stay=False)
+    done.communicate(timeout=30)
+    assert done.returncode == 0
+    starting = tmp_path / f"counter_{os.getpid()}.db"  # the collector's owner stands for a live child
+    starting.touch()
+    killed = subprocess.Popen([sys.executable, "-c", "pass"])
+    killed.wait()
+    (tmp_path / f"histogram_{killed.pid}.db").touch()
+    families = ProcessFilesCollector(tmp_path, owner=os.getpid()).collect()
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families for s in f.samples}
+    assert samples[("evalfarm_jobs_total", (("env", "program"), ("status", "ok")))] == 4
+    assert samples[("evalfarm_job_duration_seconds_count", (("env", "program"),))] == 1
+    assert starting.exists()  # its process is alive and will size it
+    assert not (tmp_path / f"histogram_{killed.pid}.db").exists()  # folded away with nothing to add
+
+
 def test_serve_is_off_at_port_zero() -> None:
     from evalfarm.broker.settings import WorkerSettings
     from evalfarm.tasks import WorkerProcess

@@ -68,9 +68,27 @@ def fold_dead(directory: Path, owner: int) -> list[int]:
         for kind in SUMMED_TYPES:
             source = directory / f"{kind}_{pid}.db"
             if source.exists():
-                add_into(source, directory / f"{kind}_{DEAD}.db")
+                if _sized(source):  # a process killed between making its file and sizing it wrote nothing
+                    add_into(source, directory / f"{kind}_{DEAD}.db")
                 source.unlink()
     return dead
+
+
+def ready_files(directory: Path) -> list[str]:
+    """The metrics files a scrape can read.
+
+    prometheus-client makes a process's file empty and then sizes it; a scrape that lands between
+    the two (a pool child starting) would fail to parse it, and the whole /metrics would answer 500.
+    An empty file holds no value yet, so leaving it out loses nothing. Once sized, a file never
+    shrinks, and a writer publishes each new entry's bytes before the length that covers them.
+    """
+    return sorted(str(path) for path in directory.glob("*.db") if _sized(path))
+
+
+def _sized(path: Path) -> bool:
+    with contextlib.suppress(FileNotFoundError):
+        return path.stat().st_size > 0
+    return False
 
 
 def add_into(source: Path, archive: Path) -> None:

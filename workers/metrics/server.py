@@ -18,7 +18,7 @@ from evalfarm.broker.keys import UNACKED_KEY, queue_keys
 from evalfarm.broker.settings import WorkerSettings
 from evalfarm.workers.liveness import live_holders
 from evalfarm.workers.metrics import instruments as m
-from evalfarm.workers.metrics.multiproc import fold_dead
+from evalfarm.workers.metrics.multiproc import fold_dead, ready_files
 
 log = logging.getLogger(__name__)
 
@@ -29,17 +29,16 @@ class ProcessFilesCollector:
     def __init__(self, directory: Path, owner: int) -> None:
         self._directory = directory
         self._owner = owner
-        self._files = MultiProcessCollector(None, str(directory))
         # Folding rewrites files the merge reads: one scrape at a time, or a value counts twice.
         self._lock = threading.Lock()
 
     def collect(self) -> Iterator[Metric]:
-        """Fold the files of processes that are gone, then merge every file."""
+        """Fold the files of processes that are gone, then merge every file that holds values."""
         with self._lock:
             dead = fold_dead(self._directory, self._owner)
             if dead:
                 log.debug("folded the metrics of %d exited processes", len(dead))
-            yield from self._files.collect()
+            yield from MultiProcessCollector.merge(ready_files(self._directory), accumulate=True)
 
 
 class BrokerCollector:
