@@ -7,7 +7,7 @@ from typing import Any
 from celery import Celery
 from kombu import Exchange, Queue
 
-from evalfarm.broker.connections import is_sentinel
+from evalfarm.broker.connections import is_sentinel, sentinel_tls
 from evalfarm.broker.errors import ConfigError
 from evalfarm.broker.keys import PRIORITY_STEPS, SEP
 
@@ -25,6 +25,7 @@ def celery_config(settings: FarmSettings) -> dict[str, Any]:
         raise ConfigError("no broker URL: set EVALFARM_BROKER_URL or pass --broker")
     sentinel = is_sentinel(settings.broker_url)
     backend = "SentinelReplyBackend" if is_sentinel(settings.backend_url) else "ReplyBackend"
+    backend_tls = sentinel_tls(settings.backend_url or "") if is_sentinel(settings.backend_url) else {}
     return {
         "broker_url": settings.broker_url,
         # kombu's Redis transport, but a queue item that is not an envelope is dropped, not fatal.
@@ -69,9 +70,11 @@ def celery_config(settings: FarmSettings) -> dict[str, Any]:
         "redis_socket_connect_timeout": 5,
         "redis_retry_on_timeout": True,
         "broker_transport_options": transport_options(settings),
+        # Celery's Sentinel backend reads no TLS option from its URL: they come as a setting.
+        **({"redis_backend_use_ssl": backend_tls} if backend_tls else {}),
         "result_backend_transport_options": {
             "retry_policy": {"max_retries": 50, "interval_max": 1.0},
-            **(sentinel_options(settings) if is_sentinel(settings.backend_url) else {}),
+            **(sentinel_options(settings, settings.backend_url) if is_sentinel(settings.backend_url) else {}),
         },
         # A producer publishing while Redis restarts waits for it instead of failing the batch.
         "task_publish_retry": True,
@@ -99,7 +102,7 @@ def transport_options(settings: FarmSettings) -> dict[str, Any]:
     """kombu's Redis transport options: redelivery timing, priorities and health checks (and the
     master's name, for Sentinel)."""
     return {
-        **(sentinel_options(settings) if is_sentinel(settings.broker_url) else {}),
+        **(sentinel_options(settings, settings.broker_url) if is_sentinel(settings.broker_url) else {}),
         # A running task is redelivered once the visibility timeout passes: keep it above the hard
         # time limit (FarmSettings checks), and sweep for the messages of dead workers often.
         "visibility_timeout": settings.visibility_timeout_s,
@@ -116,12 +119,17 @@ def transport_options(settings: FarmSettings) -> dict[str, Any]:
     }
 
 
-def sentinel_options(settings: FarmSettings) -> dict[str, Any]:
-    """kombu's and Celery's Sentinel options: the master's name, the Sentinels' own password."""
+def sentinel_options(settings: FarmSettings, url: str | None) -> dict[str, Any]:
+    """kombu's and Celery's Sentinel options: the master's name, and how to speak to the Sentinels
+    of `url` (their own password; TLS when the URL asks for it)."""
     password = settings.redis_sentinel_password
-    return {"master_name": settings.redis_master} | (
-        {"sentinel_kwargs": {"password": password}} if password else {}
-    )
+    sentinels = ({"password": password} if password else {}) | _ssl(sentinel_tls(url or ""))
+    return {"master_name": settings.redis_master} | ({"sentinel_kwargs": sentinels} if sentinels else {})
+
+
+def _ssl(tls: dict[str, str]) -> dict[str, Any]:
+    """redis-py's connection options for TLS with these URL options (none: plain)."""
+    return {"ssl": True, **tls} if tls else {}
 
 
 def make_app(settings: FarmSettings, name: str = "evalfarm") -> Celery:

@@ -5,6 +5,11 @@ Sentinel: `sentinel://HOST1:26379;sentinel://HOST2:26379;sentinel://HOST3:26379`
 database on the first, `sentinel://:PASSWORD@HOST1:26379/0;...`, are the master's), with the
 master's name in the `redis_master` setting (`EVALFARM_REDIS_MASTER`) and the Sentinels' own
 password, where they have one, in `redis_sentinel_password` (`EVALFARM_REDIS_SENTINEL_PASSWORD`).
+TLS under Sentinel: the options a `rediss://` URL takes (`ssl_cert_reqs`, `ssl_ca_certs`,
+`ssl_certfile`, `ssl_keyfile`) go on the first address too,
+`sentinel://:PASSWORD@HOST1:26379/0?ssl_ca_certs=/ca.pem;sentinel://HOST2:26379;...`, and then
+every connection speaks TLS: to the Sentinels and to the master they name, checked by the same CA
+(Redis's own TLS deployment: `tls-port` on servers and Sentinels, `tls-replication yes`).
 A client made here asks the Sentinels where the master is at each new connection, so it follows a
 failover without a restart: a command on a connection to the old master fails (a connection error,
 or READONLY on a demoted one) and is retried on a fresh connection to the new master. Celery's side
@@ -57,13 +62,17 @@ def is_sentinel(url: str | None) -> bool:
 
 def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
     """The Sentinels' addresses of a `sentinel://...;sentinel://...` URL, and the master's connection
-    options it carries (password, username, database); ConnectionConfigError when malformed."""
+    options it carries (password, username, database, TLS); ConnectionConfigError when malformed."""
     addresses: list[tuple[str, int]] = []
     options: dict[str, Any] = {}
-    for chunk in url.split(";"):
+    for index, chunk in enumerate(url.split(";")):
         parsed = urllib.parse.urlsplit(chunk.strip())
         if parsed.scheme not in SENTINEL_SCHEMES or not parsed.hostname:
             raise ConnectionConfigError(f"not a Sentinel address: {chunk!r} (expected sentinel://HOST:PORT)")
+        if index and any(name in TLS_OPTIONS for name, _ in urllib.parse.parse_qsl(parsed.query)):
+            raise ConnectionConfigError(
+                f"TLS options on {chunk!r}: they go on the first Sentinel address, and apply to all"
+            )
         try:
             port = parsed.port or 26379
         except ValueError as error:
@@ -78,7 +87,17 @@ def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
             if not database.isdigit():
                 raise ConnectionConfigError(f"not a Sentinel URL: the database {database!r} is not a number")
             options.setdefault("db", int(database))
+    tls = sentinel_tls(url)
+    if tls:
+        options.update(ssl=True, **tls)
     return addresses, options
+
+
+def sentinel_tls(url: str) -> dict[str, str]:
+    """The TLS options of a Sentinel URL (on its first address), for every connection it leads to;
+    empty when it speaks plain Redis."""
+    first = urllib.parse.urlsplit(url.split(";", 1)[0].strip())
+    return {name: value for name, value in urllib.parse.parse_qsl(first.query) if name in TLS_OPTIONS}
 
 
 def redis_client(
@@ -134,6 +153,9 @@ def _master_for(sentinel_class: Any, url: str, farm: FarmSettings | None, option
     sentinels = {name: options[name] for name in keep if name in options}
     if farm is not None and farm.redis_sentinel_password:
         sentinels["password"] = farm.redis_sentinel_password
+    tls = sentinel_tls(url)
+    if tls:
+        sentinels.update(ssl=True, **tls)
     sentinel = sentinel_class(addresses, sentinel_kwargs=sentinels, **options, **master)
     return sentinel.master_for(str(master_name))
 
@@ -162,14 +184,26 @@ CERT_REQS = {"required": "required", "cert_required": "required", "optional": "o
              "cert_optional": "optional", "none": "none", "cert_none": "none"}  # fmt: skip
 # Query parameters of a `rediss://` URL that name files: the CA to trust, a client certificate.
 TLS_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
+TLS_OPTIONS = ("ssl_cert_reqs", *TLS_FILES)
 
 
 def with_tls_defaults(url: str | None) -> str | None:
-    """`url` with its TLS options checked: a `rediss://` URL checks the server's certificate unless
-    it says otherwise (`ssl_cert_reqs=required` is added where absent: Celery demands the parameter,
-    and none should mean a deliberate choice); an unknown value or a missing file is refused."""
-    if not url or url.split("://", 1)[0] != "rediss":
+    """`url` with its TLS options checked: a `rediss://` URL, or a Sentinel URL with TLS options,
+    checks the server's certificate unless it says otherwise (`ssl_cert_reqs=required` is added
+    where absent: Celery demands the parameter, and none should mean a deliberate choice); an unknown
+    value or a missing file is refused."""
+    if not url:
         return url
+    if is_sentinel(url):
+        first, *others = url.split(";")
+        return ";".join([_checked_tls(first), *others]) if sentinel_tls(url) else url
+    if url.split("://", 1)[0] != "rediss":
+        return url
+    return _checked_tls(url)
+
+
+def _checked_tls(url: str) -> str:
+    """One URL's TLS options checked, with `ssl_cert_reqs` made explicit."""
     parsed = urllib.parse.urlsplit(url)
     query = urllib.parse.parse_qsl(parsed.query, keep_blank_values=True)
     options = dict(query)

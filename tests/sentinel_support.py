@@ -3,6 +3,10 @@
 
 Sentinel's own failover time is set here: a master silent for `DOWN_AFTER_MS` is down once two
 Sentinels agree, and a replica is promoted at once (`FAILOVER_TIMEOUT_MS` bounds a stuck failover).
+
+With `tls` (a CA and a server certificate, `tls_support.make_ca`), every process speaks only TLS:
+servers and Sentinels have no plain port, the replica syncs and the Sentinels watch over TLS
+(`tls-replication yes`). That needs Debian's Redis (`tls_support.REDIS_WITH_TLS`).
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
+from tls_support import REDIS_WITH_TLS
 
 from evalfarm.workers.embedded import free_port, redis_server_binary
 
@@ -26,15 +32,23 @@ class SentinelRedis:
     """A master, a replica and three Sentinels watching them; all stopped by `close`."""
 
     def __init__(
-        self, directory: Path, password: str | None = None, sentinel_password: str | None = None
+        self,
+        directory: Path,
+        password: str | None = None,
+        sentinel_password: str | None = None,
+        tls: dict[str, Path] | None = None,
     ) -> None:
         """`password`: the master's and the replica's (`requirepass`), which the Sentinels and the
         farm's URL must give; `sentinel_password`: the Sentinels' own (`requirepass` in Sentinel
-        mode; they give it to each other too), which the farm gives in EVALFARM_REDIS_SENTINEL_PASSWORD."""
+        mode; they give it to each other too), which the farm gives in EVALFARM_REDIS_SENTINEL_PASSWORD;
+        `tls`: the CA and server files every process serves TLS with (no plain port anywhere)."""
         self.directory = directory
         self.password = password
         self.sentinel_password = sentinel_password
-        self.binary = redis_server_binary()
+        self.tls = tls
+        # Debian's binary is the server only under the name redis-server (see tls_support).
+        self.binary = "redis-server" if tls else redis_server_binary()
+        self.executable = REDIS_WITH_TLS if tls else None
         self.ports = {"master": free_port(), "replica": free_port()}
         self.sentinel_ports = [free_port() for _ in range(3)]
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -43,7 +57,29 @@ class SentinelRedis:
     def url(self) -> str:
         """The farm's broker URL: every Sentinel, in kombu's form (the master's password on each)."""
         auth = f":{self.password}@" if self.password else ""
-        return ";".join(f"sentinel://{auth}127.0.0.1:{port}" for port in self.sentinel_ports)
+        url = ";".join(f"sentinel://{auth}127.0.0.1:{port}" for port in self.sentinel_ports)
+        if self.tls:  # TLS options go on the first address and apply to every connection
+            first, rest = url.split(";", 1)
+            url = f"{first}?ssl_ca_certs={self.tls['ca']};{rest}"
+        return url
+
+    def client(self, port: int, password: str | None, **options: Any) -> redis.Redis:
+        """A plain redis-py client of one of these processes (over TLS when they speak it)."""
+        if self.tls:
+            options = {"ssl": True, "ssl_ca_certs": str(self.tls["ca"]), **options}
+        return redis.Redis(port=port, password=password, **options)
+
+    def _tls_options(self) -> list[str]:
+        """The options that make a process serve TLS only, on `--tls-port` (none without `tls`)."""
+        if not self.tls:
+            return []
+        return [
+            "--tls-cert-file", str(self.tls["server"]), "--tls-key-file", str(self.tls["server-key"]),
+            "--tls-ca-cert-file", str(self.tls["ca"]), "--tls-auth-clients", "no", "--tls-replication", "yes",
+        ]  # fmt: skip
+
+    def _ports(self, port: int) -> list[str]:
+        return ["--port", "0", "--tls-port", str(port)] if self.tls else ["--port", str(port)]
 
     def start(self) -> SentinelRedis:
         self._server("master", self.ports["master"])
@@ -59,17 +95,19 @@ class SentinelRedis:
         folder = self.directory / name
         folder.mkdir(exist_ok=True)
         command = [
-            self.binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
-            "--appendonly", "yes",
-            "--appendfsync", "everysec", "--save", "", "--protected-mode", "no", *extra,
+            self.binary, *self._ports(port), "--bind", "127.0.0.1", "--dir", str(folder),
+            "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--protected-mode", "no",
+            *self._tls_options(), *extra,
         ]  # fmt: skip
-        self.processes[name] = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
-        _wait_answering(port, password=self.password)
+        self.processes[name] = subprocess.Popen(
+            command, executable=self.executable, stdout=subprocess.DEVNULL, start_new_session=True
+        )
+        self._wait_answering(port, password=self.password)
 
     def _sentinel(self, index: int, port: int) -> None:
         config = self.directory / f"sentinel{index}.conf"
         config.write_text(
-            f"port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {self.directory}\n"
+            f"bind 127.0.0.1\nprotected-mode no\ndir {self.directory}\n"
             f"sentinel monitor {MASTER} 127.0.0.1 {self.ports['master']} 2\n"
             f"sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\n"
             f"sentinel failover-timeout {MASTER} {FAILOVER_TIMEOUT_MS}\n"
@@ -82,15 +120,18 @@ class SentinelRedis:
             )
         )
         self.processes[f"sentinel{index}"] = subprocess.Popen(
-            [self.binary, str(config), "--sentinel"], stdout=subprocess.DEVNULL, start_new_session=True
+            [self.binary, str(config), "--sentinel", *self._ports(port), *self._tls_options()],
+            executable=self.executable,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
         )
-        _wait_answering(port, password=self.sentinel_password)
+        self._wait_answering(port, password=self.sentinel_password)
 
     def master_port(self) -> int | None:
         """The master's port as the first Sentinel that answers says."""
         for port in self.sentinel_ports:
             try:
-                client = redis.Redis(port=port, socket_timeout=1, password=self.sentinel_password)
+                client = self.client(port, self.sentinel_password, socket_timeout=1)
                 address = client.execute_command("SENTINEL", "get-master-addr-by-name", MASTER)
                 client.close()
                 if address:
@@ -104,7 +145,7 @@ class SentinelRedis:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.master_port() == port:
-                info = redis.Redis(port=port, socket_timeout=1, password=self.password).info("replication")
+                info = self.client(port, self.password, socket_timeout=1).info("replication")
                 if info.get("connected_slaves", 0) >= 1 or info.get("role") == "master":
                     return
             time.sleep(0.1)
@@ -124,13 +165,12 @@ class SentinelRedis:
                 process.kill()
                 process.wait()
 
-
-def _wait_answering(port: int, timeout_s: float = 10.0, password: str | None = None) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            redis.Redis(port=port, socket_timeout=0.5, password=password).ping()
-            return
-        except redis.RedisError:
-            time.sleep(0.05)
-    raise AssertionError(f"nothing answered on port {port}")
+    def _wait_answering(self, port: int, password: str | None, timeout_s: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                self.client(port, password, socket_timeout=0.5).ping()
+                return
+            except redis.RedisError:
+                time.sleep(0.05)
+        raise AssertionError(f"nothing answered on port {port}")

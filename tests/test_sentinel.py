@@ -20,6 +20,7 @@ import pytest
 import requests
 from farm_support import ROOT, assert_producers_score, flower_sees, wait_for, worker_env
 from sentinel_support import MASTER, SentinelRedis
+from tls_support import TlsRedis, make_ca
 
 from evalfarm.broker.client import Farm
 from evalfarm.broker.settings import Settings
@@ -229,3 +230,80 @@ def test_sentinels_with_a_password_of_their_own(tmp_path: Path) -> None:
         flower.stop(grace_s=10)
         node.stop(grace_s=10)
         sentinels.close()
+
+
+@pytest.mark.skipif(bool(TlsRedis.available()), reason=str(TlsRedis.available()))
+def test_a_farm_on_sentinels_that_speak_only_tls(tmp_path: Path) -> None:
+    """Servers and Sentinels with no plain port: the TLS options on the first Sentinel address reach
+    every connection (to the Sentinels and to the master they name) of the node, the producers (sync,
+    asyncio, a session), the exporter and Flower, through a failover; a client that does not trust
+    the CA learns nothing from a Sentinel."""
+    import redis
+
+    files = make_ca(tmp_path)
+    sentinels = SentinelRedis(tmp_path, password="tls-master-pw", tls=files).start()
+    assert "?ssl_ca_certs=" in sentinels.url.split(";")[0]
+    metrics_port = free_port()
+    env = worker_env(EVALFARM_REDIS_MASTER=MASTER, EVALFARM_METRICS_PORT=str(metrics_port))
+    node = NodeProcess(sentinels.url, ["--concurrency", "1", "--name", "sealed@localhost"], env).start()
+    flower = FlowerProcess(sentinels.url, free_port(), env).start()
+    try:
+        settings = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=120.0)
+        with Farm(settings=settings, progress=False) as farm:
+            wait_for_pool(farm)
+        assert_producers_score(settings)
+        old = sentinels.kill_master()
+        wait_for(lambda: sentinels.master_port() not in (None, old), 60, "a failover")
+        assert_producers_score(settings)
+        metrics = (
+            urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).read().decode()
+        )
+        assert "evalfarm_broker_up 1.0" in metrics
+        wait_for(lambda: flower_sees(flower.url, "sealed@localhost"), 90, "Flower to see the node")
+
+        sentinel = sentinels.sentinel_ports[0]
+        stranger = redis.Redis(port=sentinel, ssl=True, ssl_ca_certs=str(files["other-ca"]), socket_timeout=2)
+        with pytest.raises(redis.ConnectionError):  # the Sentinel's certificate is not one it trusts
+            stranger.execute_command("SENTINEL", "get-master-addr-by-name", MASTER)
+        with pytest.raises(redis.ConnectionError):  # and no plain port answers
+            redis.Redis(port=sentinel, socket_timeout=2).execute_command("SENTINEL", "masters")
+    finally:
+        flower.stop(grace_s=10)
+        node.stop(grace_s=10)
+        sentinels.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("sentinel://127.0.0.1:1?ssl_ca_certs=/nonexistent.pem", "no such file"),
+        ("sentinel://127.0.0.1:1?ssl_cert_reqs=maybe", "expected required, optional or none"),
+        ("sentinel://127.0.0.1:1;sentinel://127.0.0.1:2?ssl_cert_reqs=required", "first Sentinel address"),
+    ],
+)
+def test_tls_options_on_a_sentinel_url_that_cannot_work_are_refused(url: str, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        Settings(broker_url=url, redis_master=MASTER)
+
+
+def test_tls_on_a_sentinel_url_checks_certificates_unless_it_says_not_to(tmp_path: Path) -> None:
+    """What the TLS options of a Sentinel URL become: the master's connection options, and kombu's
+    and Celery's settings for the Sentinels and the result backend (each checked end to end above)."""
+    from evalfarm.broker.app import celery_config
+    from evalfarm.broker.connections import sentinel_parts
+
+    unchecked = Settings(broker_url="sentinel://h1?ssl_cert_reqs=none;sentinel://h2", redis_master=MASTER)
+    assert sentinel_parts(unchecked.broker_url or "")[1] == {"ssl": True, "ssl_cert_reqs": "none"}
+    ca = tmp_path / "ca.pem"
+    ca.write_text("a CA")
+    checked = Settings(broker_url=f"sentinel://:pw@h1/2?ssl_ca_certs={ca};sentinel://h2", redis_master=MASTER)
+    first = (checked.broker_url or "").split(";")[0]
+    assert first.endswith(f"ssl_ca_certs={ca}&ssl_cert_reqs=required")  # added: certificates are checked
+    tls = {"ssl_ca_certs": str(ca), "ssl_cert_reqs": "required"}
+    assert sentinel_parts(checked.broker_url or "")[1] == {"password": "pw", "db": 2, "ssl": True, **tls}
+    config = celery_config(checked)
+    assert config["redis_backend_use_ssl"] == tls
+    assert config["broker_transport_options"]["sentinel_kwargs"] == {"ssl": True, **tls}
+    assert config["result_backend_transport_options"]["sentinel_kwargs"] == {"ssl": True, **tls}
+    plain = celery_config(Settings(broker_url="sentinel://h1;sentinel://h2", redis_master=MASTER))
+    assert "redis_backend_use_ssl" not in plain and "sentinel_kwargs" not in plain["broker_transport_options"]

@@ -125,9 +125,9 @@ def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", q
 
 
 def _warn_of_unchecked_tls(settings: WorkerSettings) -> None:
-    """A `rediss://` URL with `ssl_cert_reqs=none` encrypts but trusts any server: say so."""
+    """A TLS URL with `ssl_cert_reqs=none` encrypts but trusts any server: say so."""
     for url in {settings.broker_url, settings.backend_url}:
-        if url and url.startswith("rediss://") and "ssl_cert_reqs=none" in url:
+        if url and url.startswith(("rediss://", "sentinel://")) and "ssl_cert_reqs=none" in url:
             log.warning(
                 "TLS to Redis without checking its certificate (ssl_cert_reqs=none): whoever sits "
                 "between this node and Redis can pose as Redis; give ssl_ca_certs instead"
