@@ -220,6 +220,22 @@ def test_dockerfile_takes_its_base_image_as_an_argument_and_drops_root() -> None
             assert (ROOT / line.split()[-2]).exists(), line
 
 
+def test_the_image_installs_every_folder_the_wheel_is_built_from() -> None:
+    # The wheel is built from the folders of pyproject's package-dir table, evalfarm/ included (its
+    # helpers beside __init__.py); a folder left out of the COPY lines is an image that cannot import.
+    import tomllib
+
+    folders = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+    )
+    lines = [line.strip() for line in (DEPLOY / "Dockerfile").read_text().splitlines()]
+    install = lines.index("RUN pip install --no-deps . && cd / && rm -rf /src")
+    copied = {
+        line.split()[1] for line in lines[:install] if line.startswith("COPY ") and len(line.split()) == 3
+    }
+    assert folders <= copied, folders - copied
+
+
 def test_the_image_compiles_cpp() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
     assert "apt-get install --yes --no-install-recommends g++" in text
