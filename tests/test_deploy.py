@@ -393,3 +393,119 @@ def test_the_apparmor_profile_compiles() -> None:
     )
     assert completed.returncode == 0, completed.stderr.decode()[-2000:]
     assert completed.stdout  # the compiled policy
+
+
+# --- deploy/stack.yml and the swarm launcher ----------------------------------------------------------
+
+
+def launcher() -> Any:
+    spec = importlib.util.spec_from_file_location("swarm_launcher", DEPLOY / "swarm-launcher.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_launched_worker_gets_what_the_compose_file_gives_a_worker(worker) -> None:
+    # A swarm service cannot carry these, so the launcher asks the engine for them itself: any
+    # drift between the two files would be a worker whose sandbox has other walls on a swarm.
+    module = launcher()
+    profile = (ROOT / "deploy/seccomp/evalfarm-worker.json").read_text()
+    config = module.host_config(profile, "farm", module.memory_limit(resolved(worker["mem_limit"])))
+    assert "systempaths=unconfined" in worker["security_opt"]
+    assert config["MaskedPaths"] == [] and config["ReadonlyPaths"] == []
+    assert config["SecurityOpt"] == [f"seccomp={profile}", *[o for o in worker["security_opt"] if "=" not in o
+                                                              or o.startswith("no-new")]]  # fmt: skip
+    assert config["CapDrop"] == worker["cap_drop"] and "CapAdd" not in config
+    assert config["ReadonlyRootfs"] is worker["read_only"]
+    assert config["Tmpfs"] == dict(entry.split(":", 1) for entry in worker["tmpfs"])
+    assert config["PidsLimit"] == worker["pids_limit"] and config["Init"] is worker["init"]
+    assert config["Memory"] == 6 << 30
+    targets = {mount["Target"]: mount for mount in config["Mounts"]}
+    for volume in worker["volumes"]:
+        source, target, *mode = volume.split(":")
+        assert targets[target]["Source"] == f"farm_{source}" and targets[target].get("ReadOnly", False) == (
+            mode == ["ro"]
+        )
+    assert seconds(worker["stop_grace_period"]) == module.STOP_GRACE_S
+    assert worker["command"] == module.WORKER_COMMAND
+
+
+def test_the_launched_worker_gets_the_farm_settings_and_nothing_else() -> None:
+    module = launcher()
+    environ = {"EVALFARM_BROKER_URL": "sentinel://:pw@sentinel-1:26379", "PATH": "/bin", "HOSTNAME": "x"}
+    assert module.worker_environment(environ) == ["EVALFARM_BROKER_URL=sentinel://:pw@sentinel-1:26379"]
+    assert [module.memory_limit(text) for text in ("6g", "512m", "1024", "2G")] == [
+        6 << 30,
+        512 << 20,
+        1024,
+        2 << 30,
+    ]
+
+
+def stack_file() -> dict[str, Any]:
+    return load_yaml(DEPLOY / "stack.yml")
+
+
+def test_the_stack_runs_redis_under_three_sentinels_and_gives_every_farm_process_their_addresses() -> None:
+    services = stack_file()["services"]
+    sentinels = sorted(name for name in services if name.startswith("sentinel-"))
+    assert sentinels == ["sentinel-1", "sentinel-2", "sentinel-3"]
+    monitor = [
+        line.strip() for line in services["sentinel-1"]["entrypoint"][2].splitlines() if "monitor" in line
+    ]
+    assert monitor == ["sentinel monitor evalfarm redis-a 6379 2"]  # a quorum of two of the three
+    assert "--replicaof redis-a 6379" in services["redis-b"]["entrypoint"][2]
+    script = services["gateway"]["entrypoint"][2]
+    url = re.search(r'EVALFARM_BROKER_URL="([^"]+)"', script)
+    assert url is not None
+    addresses = url.group(1).replace("$$password", "pw")
+    assert addresses.split(";") == [f"sentinel://:pw@{name}:26379" + ("/0" if name.endswith("1") else "")
+                                    for name in sentinels]  # fmt: skip
+    for name in ("worker-launcher", "gateway", "flower"):
+        service = services[name]
+        assert service["entrypoint"] == services["gateway"]["entrypoint"], name
+        assert service["environment"]["EVALFARM_REDIS_MASTER"] == "evalfarm", name
+        assert "evalfarm_redis_password" in service["secrets"], name
+    environment = services["worker-launcher"]["environment"]
+    fields = {
+        k: resolved(v)
+        for k, v in environment.items()
+        if k.removeprefix("EVALFARM_").lower() in Settings.model_fields
+    }
+    assert Settings.from_env({"EVALFARM_BROKER_URL": addresses, **fields}).redis_master == "evalfarm"
+
+
+def test_the_stack_places_one_launcher_per_labelled_node_with_the_docker_socket_and_the_grace() -> None:
+    service = stack_file()["services"]["worker-launcher"]
+    assert service["deploy"]["mode"] == "global"
+    assert service["deploy"]["placement"]["constraints"] == ["node.labels.evalfarm.worker == true"]
+    assert "/var/run/docker.sock:/var/run/docker.sock" in service["volumes"]
+    assert seconds(service["stop_grace_period"]) > launcher().STOP_GRACE_S  # it waits for its worker
+    # Nothing on the stack's network answers to `worker` but the workers: Prometheus finds them by it.
+    assert "worker" not in stack_file()["services"]
+
+
+def test_the_stack_keeps_its_secrets_out_of_the_file() -> None:
+    stack = stack_file()
+    assert all(secret["external"] is True for secret in stack["secrets"].values())
+    text = (DEPLOY / "stack.yml").read_text()
+    assert "requirepass" not in text.split("services:", 1)[1].replace(
+        '--requirepass "$$(cat /run/secrets/', ""
+    )
+    for name, service in stack["services"].items():
+        ports = service.get("ports", [])
+        assert all(port["mode"] == "host" for port in ports), name  # the routing mesh is not needed
+        assert name not in ("redis-a", "redis-b", "prometheus") or not ports, name
+
+
+def test_docker_accepts_the_stack_file() -> None:
+    if shutil.which("docker") is None:
+        pytest.skip("no docker client here")
+    done = subprocess.run(["docker", "stack", "config", "-c", "stack.yml"], capture_output=True, text=True,
+                          cwd=DEPLOY, timeout=60)  # fmt: skip
+    if "unknown command" in done.stderr or "is not a docker command" in done.stderr:
+        pytest.skip("this docker client has no `stack config`")
+    assert done.returncode == 0, done.stderr
+    rendered = yaml.safe_load(done.stdout)
+    assert sorted(rendered["services"]) == sorted(stack_file()["services"])
