@@ -322,12 +322,17 @@ def test_grafana_provisioning_points_at_the_dashboard_and_the_datasource(compose
 # --- the worker image's entry point -------------------------------------------------------------------
 
 
-def entrypoint() -> Any:
-    spec = importlib.util.spec_from_file_location("worker_entrypoint", DEPLOY / "worker-entrypoint.py")
+def deploy_script(name: str) -> Any:
+    """A script of deploy/ (not a module of the package) loaded as one."""
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_"), DEPLOY / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def entrypoint() -> Any:
+    return deploy_script("worker-entrypoint")
 
 
 def test_each_replica_takes_its_own_seat_until_none_is_left(tmp_path: Path, monkeypatch) -> None:
@@ -399,11 +404,7 @@ def test_the_apparmor_profile_compiles() -> None:
 
 
 def launcher() -> Any:
-    spec = importlib.util.spec_from_file_location("swarm_launcher", DEPLOY / "swarm-launcher.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return deploy_script("swarm-launcher")
 
 
 def test_the_launched_worker_gets_what_the_compose_file_gives_a_worker(worker) -> None:
