@@ -236,8 +236,8 @@ def test_sentinels_with_a_password_of_their_own(tmp_path: Path) -> None:
 def test_a_farm_on_sentinels_that_speak_only_tls(tmp_path: Path) -> None:
     """Servers and Sentinels with no plain port: the TLS options on the first Sentinel address reach
     every connection (to the Sentinels and to the master they name) of the node, the producers (sync,
-    asyncio, a session), the exporter and Flower, through a failover; a client that does not trust
-    the CA learns nothing from a Sentinel."""
+    asyncio, a session), the gateway, the exporter and Flower, through a failover; a client that
+    does not trust the CA learns nothing from a Sentinel."""
     import redis
 
     files = make_ca(tmp_path)
@@ -247,14 +247,18 @@ def test_a_farm_on_sentinels_that_speak_only_tls(tmp_path: Path) -> None:
     env = worker_env(EVALFARM_REDIS_MASTER=MASTER, EVALFARM_METRICS_PORT=str(metrics_port))
     node = NodeProcess(sentinels.url, ["--concurrency", "1", "--name", "sealed@localhost"], env).start()
     flower = FlowerProcess(sentinels.url, free_port(), env).start()
+    gateway = GatewayProcess(sentinels.url, free_port(), worker_env(EVALFARM_REDIS_MASTER=MASTER)).start()
     try:
         settings = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=120.0)
         with Farm(settings=settings, progress=False) as farm:
             wait_for_pool(farm)
+        gateway.wait_ready(60)
         assert_producers_score(settings)
         old = sentinels.kill_master()
         wait_for(lambda: sentinels.master_port() not in (None, old), 60, "a failover")
         assert_producers_score(settings)
+        answer = requests.post(f"{gateway.url}/v1/score", json={"jobs": jobs(2)}, timeout=120).json()
+        assert [r["stdout"] for r in answer["results"]] == ["0\n", "2\n"]
         metrics = (
             urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).read().decode()
         )
@@ -268,6 +272,7 @@ def test_a_farm_on_sentinels_that_speak_only_tls(tmp_path: Path) -> None:
         with pytest.raises(redis.ConnectionError):  # and no plain port answers
             redis.Redis(port=sentinel, socket_timeout=2).execute_command("SENTINEL", "masters")
     finally:
+        gateway.stop(grace_s=10)
         flower.stop(grace_s=10)
         node.stop(grace_s=10)
         sentinels.close()
