@@ -18,6 +18,10 @@ from evalfarm.broker.settings import FarmSettings
 
 __all__ = ["MERGE_PARTS", "SCORE_CHUNK", "celery_config", "make_app", "transport_options"]
 
+# Every connection to Redis or a Sentinel: a dead peer is noticed (keepalive), a host that does not
+# answer fails the connect in 5 s, and a reply that never comes fails the command in 30 s.
+SOCKET_OPTIONS: dict[str, Any] = {"socket_keepalive": True, "socket_connect_timeout": 5, "socket_timeout": 30}
+
 
 def celery_config(settings: FarmSettings) -> dict[str, Any]:
     """The Celery settings of the farm; each reliability choice is explained where it is made."""
@@ -65,9 +69,7 @@ def celery_config(settings: FarmSettings) -> dict[str, Any]:
         "result_backend_always_retry": True,
         "result_backend_max_retries": 50,
         "redis_backend_health_check_interval": settings.health_check_interval_s,
-        "redis_socket_keepalive": True,
-        "redis_socket_timeout": 30,
-        "redis_socket_connect_timeout": 5,
+        **{f"redis_{name}": value for name, value in SOCKET_OPTIONS.items()},
         "redis_retry_on_timeout": True,
         "broker_transport_options": transport_options(settings),
         # Celery's Sentinel backend reads no TLS option from its URL: they come as a setting.
@@ -112,19 +114,18 @@ def transport_options(settings: FarmSettings) -> dict[str, Any]:
         "sep": SEP,
         "queue_order_strategy": "priority",
         "health_check_interval": settings.health_check_interval_s,
-        "socket_keepalive": True,
-        "socket_connect_timeout": 5,
-        "socket_timeout": 30,
+        **SOCKET_OPTIONS,
         "retry_on_timeout": True,
     }
 
 
 def sentinel_options(settings: FarmSettings, url: str | None) -> dict[str, Any]:
     """kombu's and Celery's Sentinel options: the master's name, and how to speak to the Sentinels
-    of `url` (their own password; TLS when the URL asks for it)."""
+    of `url`: the socket options every connection has (given `sentinel_kwargs`, redis-py no longer
+    copies them from the master's), their own password, and TLS when the URL asks for it."""
     password = settings.redis_sentinel_password
-    sentinels = ({"password": password} if password else {}) | _ssl(sentinel_tls(url or ""))
-    return {"master_name": settings.redis_master} | ({"sentinel_kwargs": sentinels} if sentinels else {})
+    sentinels = SOCKET_OPTIONS | ({"password": password} if password else {}) | _ssl(sentinel_tls(url or ""))
+    return {"master_name": settings.redis_master, "sentinel_kwargs": sentinels}
 
 
 def _ssl(tls: dict[str, str]) -> dict[str, Any]:

@@ -69,7 +69,13 @@ def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
         parsed = urllib.parse.urlsplit(chunk.strip())
         if parsed.scheme not in SENTINEL_SCHEMES or not parsed.hostname:
             raise ConnectionConfigError(f"not a Sentinel address: {chunk!r} (expected sentinel://HOST:PORT)")
-        if index and any(name in TLS_OPTIONS for name, _ in urllib.parse.parse_qsl(parsed.query)):
+        names = [name for name, _ in urllib.parse.parse_qsl(parsed.query)]
+        unknown = [name for name in names if name.startswith("ssl") and name not in TLS_OPTIONS]
+        if unknown:  # it would reach some connections (kombu's) and not others
+            raise ConnectionConfigError(
+                f"unknown TLS option {unknown[0]!r} on a Sentinel URL: expected {', '.join(TLS_OPTIONS)}"
+            )
+        if index and any(name in TLS_OPTIONS for name in names):
             raise ConnectionConfigError(
                 f"TLS options on {chunk!r}: they go on the first Sentinel address, and apply to all"
             )

@@ -284,6 +284,8 @@ def test_a_farm_on_sentinels_that_speak_only_tls(tmp_path: Path) -> None:
         ("sentinel://127.0.0.1:1?ssl_ca_certs=/nonexistent.pem", "no such file"),
         ("sentinel://127.0.0.1:1?ssl_cert_reqs=maybe", "expected required, optional or none"),
         ("sentinel://127.0.0.1:1;sentinel://127.0.0.1:2?ssl_cert_reqs=required", "first Sentinel address"),
+        # Known to kombu, not to the other clients: it would reach only some connections.
+        ("sentinel://127.0.0.1:1?ssl_check_hostname=false;sentinel://127.0.0.1:2", "unknown TLS option"),
     ],
 )
 def test_tls_options_on_a_sentinel_url_that_cannot_work_are_refused(url: str, said: str) -> None:
@@ -294,7 +296,7 @@ def test_tls_options_on_a_sentinel_url_that_cannot_work_are_refused(url: str, sa
 def test_tls_on_a_sentinel_url_checks_certificates_unless_it_says_not_to(tmp_path: Path) -> None:
     """What the TLS options of a Sentinel URL become: the master's connection options, and kombu's
     and Celery's settings for the Sentinels and the result backend (each checked end to end above)."""
-    from evalfarm.broker.app import celery_config
+    from evalfarm.broker.app import SOCKET_OPTIONS, celery_config
     from evalfarm.broker.connections import sentinel_parts
 
     unchecked = Settings(broker_url="sentinel://h1?ssl_cert_reqs=none;sentinel://h2", redis_master=MASTER)
@@ -308,7 +310,14 @@ def test_tls_on_a_sentinel_url_checks_certificates_unless_it_says_not_to(tmp_pat
     assert sentinel_parts(checked.broker_url or "")[1] == {"password": "pw", "db": 2, "ssl": True, **tls}
     config = celery_config(checked)
     assert config["redis_backend_use_ssl"] == tls
-    assert config["broker_transport_options"]["sentinel_kwargs"] == {"ssl": True, **tls}
-    assert config["result_backend_transport_options"]["sentinel_kwargs"] == {"ssl": True, **tls}
+    # The Sentinels' connections keep the timeouts every connection has (redis-py copies them only
+    # when it is given no sentinel_kwargs at all), and speak TLS.
+    assert config["broker_transport_options"]["sentinel_kwargs"] == {**SOCKET_OPTIONS, "ssl": True, **tls}
+    assert config["result_backend_transport_options"]["sentinel_kwargs"] == {
+        **SOCKET_OPTIONS,
+        "ssl": True,
+        **tls,
+    }
     plain = celery_config(Settings(broker_url="sentinel://h1;sentinel://h2", redis_master=MASTER))
-    assert "redis_backend_use_ssl" not in plain and "sentinel_kwargs" not in plain["broker_transport_options"]
+    assert "redis_backend_use_ssl" not in plain
+    assert plain["broker_transport_options"]["sentinel_kwargs"] == SOCKET_OPTIONS
