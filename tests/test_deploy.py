@@ -412,7 +412,10 @@ def test_the_launched_worker_gets_what_the_compose_file_gives_a_worker(worker) -
     # drift between the two files would be a worker whose sandbox has other walls on a swarm.
     module = launcher()
     profile = (ROOT / "deploy/seccomp/evalfarm-worker.json").read_text()
-    config = module.host_config(profile, "farm", module.memory_limit(resolved(worker["mem_limit"])))
+    memory = resolved(worker["mem_limit"])
+    environ = {"WORKER_MEMORY_LIMIT": memory}
+    spec = module.container_spec("image", "farm-worker-1", "farm", "farm_farm", environ, profile)
+    config = spec["host_config"]
     assert "systempaths=unconfined" in worker["security_opt"]
     assert config["MaskedPaths"] == [] and config["ReadonlyPaths"] == []
     assert config["SecurityOpt"] == [f"seccomp={profile}", *[o for o in worker["security_opt"] if "=" not in o
@@ -421,27 +424,25 @@ def test_the_launched_worker_gets_what_the_compose_file_gives_a_worker(worker) -
     assert config["ReadonlyRootfs"] is worker["read_only"]
     assert config["Tmpfs"] == dict(entry.split(":", 1) for entry in worker["tmpfs"])
     assert config["PidsLimit"] == worker["pids_limit"] and config["Init"] is worker["init"]
-    assert config["Memory"] == 6 << 30
+    assert config["Memory"] == module.memory_limit(memory) == 6 << 30
     targets = {mount["Target"]: mount for mount in config["Mounts"]}
     for volume in worker["volumes"]:
         source, target, *mode = volume.split(":")
-        assert targets[target]["Source"] == f"farm_{source}" and targets[target].get("ReadOnly", False) == (
-            mode == ["ro"]
-        )
-    assert seconds(worker["stop_grace_period"]) == module.STOP_GRACE_S
-    assert worker["command"] == module.WORKER_COMMAND
+        assert targets[target]["Source"] == f"farm_{source}"
+        assert targets[target].get("ReadOnly", False) == (mode == ["ro"])
+    # The grace of a warm shutdown, whoever stops the worker: the launcher, or the engine itself.
+    assert seconds(worker["stop_grace_period"]) == module.STOP_GRACE_S == spec["stop_timeout"]
+    assert (spec["stop_signal"], spec["command"]) == (worker["stop_signal"], worker["command"])
+    assert spec["networking_config"] == {"EndpointsConfig": {"farm_farm": {"Aliases": ["worker"]}}}
 
 
 def test_the_launched_worker_gets_the_farm_settings_and_nothing_else() -> None:
     module = launcher()
-    environ = {"EVALFARM_BROKER_URL": "sentinel://:pw@sentinel-1:26379", "PATH": "/bin", "HOSTNAME": "x"}
+    environ = {"EVALFARM_BROKER_URL": "sentinel://:pw@sentinel-1:26379", "PATH": "/bin", "HOSTNAME": "x",
+               "WORKER_MEMORY_LIMIT": "4g", "LAUNCHER_DOCKER_SOCKET": "unix:///x"}  # fmt: skip
     assert module.worker_environment(environ) == ["EVALFARM_BROKER_URL=sentinel://:pw@sentinel-1:26379"]
-    assert [module.memory_limit(text) for text in ("6g", "512m", "1024", "2G")] == [
-        6 << 30,
-        512 << 20,
-        1024,
-        2 << 30,
-    ]
+    sizes = [module.memory_limit(text) for text in ("6g", "512m", "1024", "2G")]
+    assert sizes == [6 << 30, 512 << 20, 1024, 2 << 30]
 
 
 def stack_file() -> dict[str, Any]:
@@ -452,17 +453,19 @@ def test_the_stack_runs_redis_under_three_sentinels_and_gives_every_farm_process
     services = stack_file()["services"]
     sentinels = sorted(name for name in services if name.startswith("sentinel-"))
     assert sentinels == ["sentinel-1", "sentinel-2", "sentinel-3"]
-    monitor = [
-        line.strip() for line in services["sentinel-1"]["entrypoint"][2].splitlines() if "monitor" in line
-    ]
+    start = (DEPLOY / "swarm/sentinel.sh").read_text()
+    monitor = [line.strip() for line in start.splitlines() if line.startswith("sentinel monitor")]
     assert monitor == ["sentinel monitor evalfarm redis-a 6379 2"]  # a quorum of two of the three
-    assert "--replicaof redis-a 6379" in services["redis-b"]["entrypoint"][2]
+    assert "requirepass $password" in start  # nobody reconfigures them without the farm's password
+    assert services["redis-a"]["environment"]["FIRST_ROLE"] == ""
+    assert services["redis-b"]["environment"]["FIRST_ROLE"] == "--replicaof redis-a 6379"
     script = services["gateway"]["entrypoint"][2]
     url = re.search(r'EVALFARM_BROKER_URL="([^"]+)"', script)
     assert url is not None
     addresses = url.group(1).replace("$$password", "pw")
     assert addresses.split(";") == [f"sentinel://:pw@{name}:26379" + ("/0" if name.endswith("1") else "")
                                     for name in sentinels]  # fmt: skip
+    assert 'EVALFARM_REDIS_SENTINEL_PASSWORD="$$password"' in script
     for name in ("worker-launcher", "gateway", "flower"):
         service = services[name]
         assert service["entrypoint"] == services["gateway"]["entrypoint"], name
@@ -477,11 +480,24 @@ def test_the_stack_runs_redis_under_three_sentinels_and_gives_every_farm_process
     assert Settings.from_env({"EVALFARM_BROKER_URL": addresses, **fields}).redis_master == "evalfarm"
 
 
+def test_a_swarm_worker_is_configured_as_a_compose_worker(compose, worker) -> None:
+    # The farm's settings of a worker, except where a swarm differs: Redis (Sentinel, not a URL),
+    # and one worker per machine rather than replicas sharing one.
+    swarm = stack_file()["services"]["worker-launcher"]["environment"]
+    apart = {"EVALFARM_BROKER_URL", "EVALFARM_REDIS_MASTER", "EVALFARM_WORKER_REPLICAS"}
+    ours = {k: resolved(v) for k, v in swarm.items() if k.startswith("EVALFARM_") and k not in apart}
+    theirs = {k: resolved(v) for k, v in worker["environment"].items() if k not in apart}
+    assert ours == theirs
+    assert swarm["EVALFARM_WORKER_REPLICAS"] == "1"
+
+
 def test_the_stack_places_one_launcher_per_labelled_node_with_the_docker_socket_and_the_grace() -> None:
     service = stack_file()["services"]["worker-launcher"]
     assert service["deploy"]["mode"] == "global"
     assert service["deploy"]["placement"]["constraints"] == ["node.labels.evalfarm.worker == true"]
-    assert "/var/run/docker.sock:/var/run/docker.sock" in service["volumes"]
+    assert [resolved(volume) for volume in service["volumes"]] == [
+        "/var/run/docker.sock:/var/run/docker.sock"
+    ]
     assert seconds(service["stop_grace_period"]) > launcher().STOP_GRACE_S  # it waits for its worker
     # Nothing on the stack's network answers to `worker` but the workers: Prometheus finds them by it.
     assert "worker" not in stack_file()["services"]
