@@ -7,7 +7,7 @@ from typing import Any
 from celery import Celery
 from kombu import Exchange, Queue
 
-from evalfarm.broker.connections import is_sentinel, sentinel_tls
+from evalfarm.broker.connections import SOCKET_OPTIONS, is_sentinel, sentinel_kwargs, sentinel_tls
 from evalfarm.broker.errors import ConfigError
 from evalfarm.broker.keys import PRIORITY_STEPS, SEP
 
@@ -17,10 +17,6 @@ from evalfarm.broker.run import MERGE_PARTS, SCORE_CHUNK
 from evalfarm.broker.settings import FarmSettings
 
 __all__ = ["MERGE_PARTS", "SCORE_CHUNK", "celery_config", "make_app", "transport_options"]
-
-# Every connection to Redis or a Sentinel: a dead peer is noticed (keepalive), a host that does not
-# answer fails the connect in 5 s, and a reply that never comes fails the command in 30 s.
-SOCKET_OPTIONS: dict[str, Any] = {"socket_keepalive": True, "socket_connect_timeout": 5, "socket_timeout": 30}
 
 
 def celery_config(settings: FarmSettings) -> dict[str, Any]:
@@ -121,16 +117,11 @@ def transport_options(settings: FarmSettings) -> dict[str, Any]:
 
 def sentinel_options(settings: FarmSettings, url: str | None) -> dict[str, Any]:
     """kombu's and Celery's Sentinel options: the master's name, and how to speak to the Sentinels
-    of `url`: the socket options every connection has (given `sentinel_kwargs`, redis-py no longer
-    copies them from the master's), their own password, and TLS when the URL asks for it."""
-    password = settings.redis_sentinel_password
-    sentinels = SOCKET_OPTIONS | ({"password": password} if password else {}) | _ssl(sentinel_tls(url or ""))
-    return {"master_name": settings.redis_master, "sentinel_kwargs": sentinels}
-
-
-def _ssl(tls: dict[str, str]) -> dict[str, Any]:
-    """redis-py's connection options for TLS with these URL options (none: plain)."""
-    return {"ssl": True, **tls} if tls else {}
+    of `url` (as the farm's own clients do)."""
+    return {
+        "master_name": settings.redis_master,
+        "sentinel_kwargs": sentinel_kwargs(url or "", settings, SOCKET_OPTIONS),
+    }
 
 
 def make_app(settings: FarmSettings, name: str = "evalfarm") -> Celery:

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from evalfarm.broker.settings import FarmSettings
 
 SENTINEL_SCHEMES = ("sentinel",)
+# Every connection to Redis or a Sentinel: a dead peer is noticed (keepalive), a host that does not
+# answer fails the connect in 5 s, and a reply that never comes fails the command in 30 s.
+SOCKET_OPTIONS: dict[str, Any] = {"socket_keepalive": True, "socket_connect_timeout": 5, "socket_timeout": 30}
 
 
 class ConnectionConfigError(ValueError):
@@ -93,10 +96,7 @@ def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
             if not database.isdigit():
                 raise ConnectionConfigError(f"not a Sentinel URL: the database {database!r} is not a number")
             options.setdefault("db", int(database))
-    tls = sentinel_tls(url)
-    if tls:
-        options.update(ssl=True, **tls)
-    return addresses, options
+    return addresses, options | _ssl(url)
 
 
 def sentinel_tls(url: str) -> dict[str, str]:
@@ -104,6 +104,21 @@ def sentinel_tls(url: str) -> dict[str, str]:
     empty when it speaks plain Redis."""
     first = urllib.parse.urlsplit(url.split(";", 1)[0].strip())
     return {name: value for name, value in urllib.parse.parse_qsl(first.query) if name in TLS_OPTIONS}
+
+
+def sentinel_kwargs(url: str, farm: FarmSettings | None, socket_options: dict[str, Any]) -> dict[str, Any]:
+    """How every client speaks to the Sentinels of `url` (redis-py's `sentinel_kwargs`, kombu's and
+    Celery's too): the socket options of its other connections (given `sentinel_kwargs`, redis-py no
+    longer copies them), the Sentinels' own password from the farm's settings, and TLS when the URL
+    asks for it."""
+    password = farm.redis_sentinel_password if farm is not None else None
+    return socket_options | ({"password": password} if password else {}) | _ssl(url)
+
+
+def _ssl(url: str) -> dict[str, Any]:
+    """redis-py's connection options for the TLS a Sentinel URL asks for (none: plain)."""
+    tls = sentinel_tls(url)
+    return {"ssl": True, **tls} if tls else {}
 
 
 def redis_client(
@@ -150,19 +165,14 @@ def async_redis_client(
 
 def _master_for(sentinel_class: Any, url: str, farm: FarmSettings | None, options: dict[str, Any]) -> Any:
     """A client of the master the Sentinels of `url` name (redis-py's sync or asyncio Sentinel): the
-    master's options (password, database) from the URL, the master's name and the Sentinels' own
-    password from the farm's settings."""
+    master's options (password, database, TLS) from the URL, its name from the farm's settings."""
     master_name = farm.redis_master if farm is not None else None
     check_master(url, master_name)
     addresses, master = sentinel_parts(url)
-    keep = ("socket_timeout", "socket_connect_timeout", "socket_keepalive")  # the Sentinels' too
-    sentinels = {name: options[name] for name in keep if name in options}
-    if farm is not None and farm.redis_sentinel_password:
-        sentinels["password"] = farm.redis_sentinel_password
-    tls = sentinel_tls(url)
-    if tls:
-        sentinels.update(ssl=True, **tls)
-    sentinel = sentinel_class(addresses, sentinel_kwargs=sentinels, **options, **master)
+    sockets = {name: value for name, value in options.items() if name.startswith("socket_")}
+    sentinel = sentinel_class(
+        addresses, sentinel_kwargs=sentinel_kwargs(url, farm, sockets), **options, **master
+    )
     return sentinel.master_for(str(master_name))
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evalfarm.broker.batch import Batch
+from evalfarm.broker.connections import SOCKET_OPTIONS
 from evalfarm.broker.keys import NODE_KEY_PREFIX
 from evalfarm.broker.run import BatchRun, Outgoing
 from evalfarm.broker.settings import ClientSettings
@@ -145,9 +146,4 @@ def advertised_processes(client: Any) -> int:
 
 def redis_options(settings: ClientSettings) -> dict[str, Any]:
     """Connection options of a producer's own Redis client (reply lists, sizing)."""
-    return {
-        "socket_timeout": 30,
-        "socket_connect_timeout": 5,
-        "socket_keepalive": True,
-        "health_check_interval": settings.health_check_interval_s,
-    }
+    return {**SOCKET_OPTIONS, "health_check_interval": settings.health_check_interval_s}

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 import requests
-from farm_support import ROOT, assert_producers_score, flower_sees, wait_for, worker_env
+from farm_support import ROOT, assert_producers_score, flower_sees, wait_for, whole_farm, worker_env
 from sentinel_support import MASTER, SentinelRedis
 from tls_support import TlsRedis, make_ca
 
 from evalfarm.broker.client import Farm
 from evalfarm.broker.settings import Settings
-from evalfarm.workers.embedded import FlowerProcess, GatewayProcess, NodeProcess, free_port
+from evalfarm.workers.embedded import NodeProcess, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -32,26 +32,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 @pytest.fixture(scope="module")
 def sentinel_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     sentinels = SentinelRedis(tmp_path_factory.mktemp("sentinel")).start()
-    metrics_port = free_port()
-    env = worker_env(EVALFARM_REDIS_MASTER=MASTER, EVALFARM_METRICS_PORT=str(metrics_port))
-    node = NodeProcess(sentinels.url, ["--concurrency", "2", "--name", "sentinel@localhost"], env).start()
-    gateway = GatewayProcess(sentinels.url, free_port(), worker_env(EVALFARM_REDIS_MASTER=MASTER)).start()
-    flower = FlowerProcess(sentinels.url, free_port(), worker_env(EVALFARM_REDIS_MASTER=MASTER)).start()
     try:
-        settings = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=120.0)
-        with Farm(settings=settings, progress=False) as farm:
-            wait_for_pool(farm)
-        gateway.wait_ready(60)
-        yield {
-            "settings": settings,
-            "gateway": gateway.url,
-            "metrics": f"http://127.0.0.1:{metrics_port}/metrics",
-            "flower": flower.url,
-        }
+        with whole_farm(
+            sentinels.url, "sentinel@localhost", concurrency=2, EVALFARM_REDIS_MASTER=MASTER
+        ) as farm:
+            yield farm
     finally:
-        flower.stop(grace_s=10)
-        gateway.stop(grace_s=10)
-        node.stop(grace_s=10)
         sentinels.close()
 
 
@@ -187,38 +173,23 @@ def test_a_farm_on_sentinels_whose_master_needs_a_password(tmp_path: Path) -> No
 
 def test_sentinels_with_a_password_of_their_own(tmp_path: Path) -> None:
     """Sentinels that require a password: the farm gives it in EVALFARM_REDIS_SENTINEL_PASSWORD to
-    every client (node, producer, exporter, Flower) and follows a failover; without it a client
+    every client (node, producer, gateway, exporter, Flower) and follows a failover; without it a client
     cannot even learn where the master is."""
     import redis
 
     sentinels = SentinelRedis(tmp_path, password="master-pw", sentinel_password="sentinel-pw").start()
-    metrics_port = free_port()
-    env = worker_env(
-        EVALFARM_REDIS_MASTER=MASTER,
-        EVALFARM_REDIS_SENTINEL_PASSWORD="sentinel-pw",
-        EVALFARM_METRICS_PORT=str(metrics_port),
-    )
-    node = NodeProcess(sentinels.url, ["--concurrency", "1", "--name", "guarded@localhost"], env).start()
-    flower = FlowerProcess(sentinels.url, free_port(), env).start()
+    guarded = {"EVALFARM_REDIS_MASTER": MASTER, "EVALFARM_REDIS_SENTINEL_PASSWORD": "sentinel-pw"}
     try:
-        settings = Settings(
-            broker_url=sentinels.url,
-            redis_master=MASTER,
-            redis_sentinel_password="sentinel-pw",
-            batch_deadline_s=120.0,
-        )
-        with Farm(settings=settings, progress=False) as farm:
-            wait_for_pool(farm)
-            assert [r["stdout"] for r in farm.score(jobs(3))] == ["0\n", "2\n", "4\n"]
-            old = sentinels.kill_master()  # the Sentinels agree on a new master among themselves
-            wait_for(lambda: sentinels.master_port() not in (None, old), 60, "a failover")
-            assert [r["stdout"] for r in farm.score(jobs(3))] == ["0\n", "2\n", "4\n"]
-        metrics = (
-            urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).read().decode()
-        )
-        assert "evalfarm_broker_up 1.0" in metrics
+        with whole_farm(sentinels.url, "guarded@localhost", **guarded) as whole:
+            with Farm(settings=whole["settings"], progress=False) as farm:
+                assert [r["stdout"] for r in farm.score(jobs(3))] == ["0\n", "2\n", "4\n"]
+                old = sentinels.kill_master()  # the Sentinels agree on a new master among themselves
+                wait_for(lambda: sentinels.master_port() not in (None, old), 60, "a failover")
+                assert [r["stdout"] for r in farm.score(jobs(3))] == ["0\n", "2\n", "4\n"]
+            metrics = urllib.request.urlopen(whole["metrics"], timeout=30).read().decode()
+            assert "evalfarm_broker_up 1.0" in metrics
+            wait_for(lambda: flower_sees(whole["flower"], "guarded@localhost"), 90, "Flower to see the node")
 
-        wait_for(lambda: flower_sees(flower.url, "guarded@localhost"), 90, "Flower to see the node")
         with pytest.raises(redis.AuthenticationError):
             redis.Redis(port=sentinels.sentinel_ports[0], socket_timeout=2).execute_command(
                 "SENTINEL", "get-master-addr-by-name", MASTER
@@ -227,8 +198,6 @@ def test_sentinels_with_a_password_of_their_own(tmp_path: Path) -> None:
         with Farm(settings=unguarded, progress=False) as farm:
             assert farm.status()["redis"] is False  # the Sentinels would not name the master
     finally:
-        flower.stop(grace_s=10)
-        node.stop(grace_s=10)
         sentinels.close()
 
 
@@ -243,27 +212,17 @@ def test_a_farm_on_sentinels_that_speak_only_tls(tmp_path: Path) -> None:
     files = make_ca(tmp_path)
     sentinels = SentinelRedis(tmp_path, password="tls-master-pw", tls=files).start()
     assert "?ssl_ca_certs=" in sentinels.url.split(";")[0]
-    metrics_port = free_port()
-    env = worker_env(EVALFARM_REDIS_MASTER=MASTER, EVALFARM_METRICS_PORT=str(metrics_port))
-    node = NodeProcess(sentinels.url, ["--concurrency", "1", "--name", "sealed@localhost"], env).start()
-    flower = FlowerProcess(sentinels.url, free_port(), env).start()
-    gateway = GatewayProcess(sentinels.url, free_port(), worker_env(EVALFARM_REDIS_MASTER=MASTER)).start()
     try:
-        settings = Settings(broker_url=sentinels.url, redis_master=MASTER, batch_deadline_s=120.0)
-        with Farm(settings=settings, progress=False) as farm:
-            wait_for_pool(farm)
-        gateway.wait_ready(60)
-        assert_producers_score(settings)
-        old = sentinels.kill_master()
-        wait_for(lambda: sentinels.master_port() not in (None, old), 60, "a failover")
-        assert_producers_score(settings)
-        answer = requests.post(f"{gateway.url}/v1/score", json={"jobs": jobs(2)}, timeout=120).json()
-        assert [r["stdout"] for r in answer["results"]] == ["0\n", "2\n"]
-        metrics = (
-            urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).read().decode()
-        )
-        assert "evalfarm_broker_up 1.0" in metrics
-        wait_for(lambda: flower_sees(flower.url, "sealed@localhost"), 90, "Flower to see the node")
+        with whole_farm(sentinels.url, "sealed@localhost", EVALFARM_REDIS_MASTER=MASTER) as farm:
+            assert_producers_score(farm["settings"])
+            old = sentinels.kill_master()
+            wait_for(lambda: sentinels.master_port() not in (None, old), 60, "a failover")
+            assert_producers_score(farm["settings"])
+            answer = requests.post(f"{farm['gateway']}/v1/score", json={"jobs": jobs(2)}, timeout=120).json()
+            assert [r["stdout"] for r in answer["results"]] == ["0\n", "2\n"]
+            metrics = urllib.request.urlopen(farm["metrics"], timeout=30).read().decode()
+            assert "evalfarm_broker_up 1.0" in metrics
+            wait_for(lambda: flower_sees(farm["flower"], "sealed@localhost"), 90, "Flower to see the node")
 
         sentinel = sentinels.sentinel_ports[0]
         stranger = redis.Redis(port=sentinel, ssl=True, ssl_ca_certs=str(files["other-ca"]), socket_timeout=2)
@@ -272,9 +231,6 @@ def test_a_farm_on_sentinels_that_speak_only_tls(tmp_path: Path) -> None:
         with pytest.raises(redis.ConnectionError):  # and no plain port answers
             redis.Redis(port=sentinel, socket_timeout=2).execute_command("SENTINEL", "masters")
     finally:
-        gateway.stop(grace_s=10)
-        flower.stop(grace_s=10)
-        node.stop(grace_s=10)
         sentinels.close()
 
 
@@ -296,8 +252,8 @@ def test_tls_options_on_a_sentinel_url_that_cannot_work_are_refused(url: str, sa
 def test_tls_on_a_sentinel_url_checks_certificates_unless_it_says_not_to(tmp_path: Path) -> None:
     """What the TLS options of a Sentinel URL become: the master's connection options, and kombu's
     and Celery's settings for the Sentinels and the result backend (each checked end to end above)."""
-    from evalfarm.broker.app import SOCKET_OPTIONS, celery_config
-    from evalfarm.broker.connections import sentinel_parts
+    from evalfarm.broker.app import celery_config
+    from evalfarm.broker.connections import SOCKET_OPTIONS, sentinel_parts
 
     unchecked = Settings(broker_url="sentinel://h1?ssl_cert_reqs=none;sentinel://h2", redis_master=MASTER)
     assert sentinel_parts(unchecked.broker_url or "")[1] == {"ssl": True, "ssl_cert_reqs": "none"}
