@@ -66,6 +66,20 @@ def running_up(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str
             up.stdout.close()
 
 
+def docker_missing(probe: list[str], missing: str) -> str | None:
+    """Why a test of a Docker deployment cannot run here (no client, `docker PROBE` fails: `missing`,
+    no engine answering), or None when it can."""
+    import shutil
+
+    if shutil.which("docker") is None:
+        return "no docker client here"
+    if subprocess.run(["docker", *probe], capture_output=True, timeout=60).returncode:
+        return missing
+    if subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode:
+        return "no Docker engine answers here"
+    return None
+
+
 def client_settings(url: str, **overrides: Any) -> Settings:
     """Producer settings for a test farm (never read from the test process's environment)."""
     values: dict[str, Any] = {"broker_url": url, "farm_processes": 2, "batch_deadline_s": 120.0}
@@ -137,6 +151,37 @@ def flower_sees(flower_url: str, node: str) -> bool:
     except requests.RequestException:
         return False
     return f'flower_worker_online{{worker="{node}"}} 1.0' in page
+
+
+@contextlib.contextmanager
+def whole_farm(url: str, name: str, concurrency: int = 1, **farm_env: str) -> Iterator[dict[str, Any]]:
+    """A node, the gateway and Flower on one broker URL, each ready: the producers' settings and
+    where each serves. `farm_env`: the farm's settings for every process (EVALFARM_REDIS_MASTER,
+    EVALFARM_REDIS_SENTINEL_PASSWORD), the producers' too."""
+    from evalfarm.workers.embedded import FlowerProcess, GatewayProcess, free_port
+
+    metrics_port = free_port()
+    node_env = worker_env(**farm_env, EVALFARM_METRICS_PORT=str(metrics_port))
+    node = NodeProcess(url, ["--concurrency", str(concurrency), "--name", name], node_env).start()
+    gateway = GatewayProcess(url, free_port(), worker_env(**farm_env)).start()
+    flower = FlowerProcess(url, free_port(), worker_env(**farm_env)).start()
+    try:
+        names = {key.removeprefix("EVALFARM_").lower(): value for key, value in farm_env.items()}
+        settings = Settings(broker_url=url, batch_deadline_s=120.0, **names)
+        with Farm(settings=settings, progress=False) as farm:
+            wait_for(lambda: farm.status()["processes"] > 0, 60, f"the node {name}")
+        gateway.wait_ready(60)
+        yield {
+            "settings": settings,
+            "node": node,
+            "gateway": gateway.url,
+            "metrics": f"http://127.0.0.1:{metrics_port}/metrics",
+            "flower": flower.url,
+        }
+    finally:
+        flower.stop(grace_s=10)
+        gateway.stop(grace_s=10)
+        node.stop(grace_s=10)
 
 
 def assert_producers_score(settings: Settings) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from tls_support import REDIS_WITH_TLS
+from tls_support import REDIS_WITH_TLS, serving_tls
 
 from evalfarm.workers.embedded import free_port, redis_server_binary
 
@@ -69,17 +69,11 @@ class SentinelRedis:
             options = {"ssl": True, "ssl_ca_certs": str(self.tls["ca"]), **options}
         return redis.Redis(port=port, password=password, **options)
 
-    def _tls_options(self) -> list[str]:
-        """The options that make a process serve TLS only, on `--tls-port` (none without `tls`)."""
-        if not self.tls:
-            return []
-        return [
-            "--tls-cert-file", str(self.tls["server"]), "--tls-key-file", str(self.tls["server-key"]),
-            "--tls-ca-cert-file", str(self.tls["ca"]), "--tls-auth-clients", "no", "--tls-replication", "yes",
-        ]  # fmt: skip
-
     def _ports(self, port: int) -> list[str]:
-        return ["--port", "0", "--tls-port", str(port)] if self.tls else ["--port", str(port)]
+        """Where a process listens: TLS only with `tls` (replicas and Sentinels use it too)."""
+        if not self.tls:
+            return ["--port", str(port)]
+        return [*serving_tls(self.tls, port), "--tls-replication", "yes"]
 
     def start(self) -> SentinelRedis:
         self._server("master", self.ports["master"])
@@ -97,7 +91,7 @@ class SentinelRedis:
         command = [
             self.binary, *self._ports(port), "--bind", "127.0.0.1", "--dir", str(folder),
             "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--protected-mode", "no",
-            *self._tls_options(), *extra,
+            *extra,
         ]  # fmt: skip
         self.processes[name] = subprocess.Popen(
             command, executable=self.executable, stdout=subprocess.DEVNULL, start_new_session=True
@@ -120,7 +114,7 @@ class SentinelRedis:
             )
         )
         self.processes[f"sentinel{index}"] = subprocess.Popen(
-            [self.binary, str(config), "--sentinel", *self._ports(port), *self._tls_options()],
+            [self.binary, str(config), "--sentinel", *self._ports(port)],
             executable=self.executable,
             stdout=subprocess.DEVNULL,
             start_new_session=True,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 import urllib.parse
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 import redis
-from farm_support import ROOT, client_settings
+from farm_support import ROOT, client_settings, docker_missing
 
 from evalfarm.broker.client import Farm
 from evalfarm.workers.embedded import free_port
@@ -29,21 +28,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180
 SERVICES = ["redis", "worker", "gateway", "flower", "prometheus"]
 
 
-def compose_available() -> str | None:
-    """Why the test cannot run here, or None when it can."""
-    docker = shutil.which("docker")
-    if docker is None:
-        return "no docker client here"
-    if subprocess.run([docker, "compose", "version"], capture_output=True).returncode:
-        return "no docker compose v2 client here"
-    if subprocess.run([docker, "info"], capture_output=True, timeout=60).returncode:
-        return "no Docker engine answers here"
-    return None
-
-
 @pytest.fixture
 def cluster() -> Iterator[dict[str, Any]]:
-    reason = compose_available()
+    reason = docker_missing(["compose", "version"], "no docker compose v2 client here")
     if reason:
         pytest.skip(reason)
     ports = {name: free_port() for name in ("REDIS_PORT", "GATEWAY_PORT", "FLOWER_PORT", "PROMETHEUS_PORT")}

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 import redis
 import requests
-from farm_support import ROOT, assert_producers_score, flower_sees, wait_for, worker_env
+from farm_support import ROOT, assert_producers_score, flower_sees, wait_for, whole_farm, worker_env
 from tls_support import TlsRedis
 
 from evalfarm.broker.client import Farm
 from evalfarm.broker.settings import Settings
-from evalfarm.workers.embedded import FlowerProcess, GatewayProcess, NodeProcess, free_port
+from evalfarm.workers.embedded import free_port
 
 pytestmark = [
     pytest.mark.integration,
@@ -46,31 +46,8 @@ def tls_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsRedis]:
 
 @pytest.fixture(scope="module")
 def tls_farm(tls_redis: TlsRedis) -> Iterator[dict[str, Any]]:
-    url = tls_redis.url()
-    metrics_port, flower_port = free_port(), free_port()
-    node = NodeProcess(
-        url,
-        ["--concurrency", "2", "--name", "tls@localhost"],
-        worker_env(EVALFARM_METRICS_PORT=str(metrics_port)),
-    ).start()
-    gateway = GatewayProcess(url, free_port(), worker_env()).start()
-    flower = FlowerProcess(url, flower_port, worker_env()).start()
-    try:
-        settings = Settings(broker_url=url, batch_deadline_s=120.0)
-        with Farm(settings=settings, progress=False) as farm:
-            wait_for(lambda: farm.status()["processes"] > 0, 60, "a node over TLS")
-        gateway.wait_ready(60)
-        yield {
-            "settings": settings,
-            "gateway": gateway.url,
-            "metrics": f"http://127.0.0.1:{metrics_port}/metrics",
-            "flower": flower.url,
-            "node": node,
-        }
-    finally:
-        flower.stop(grace_s=10)
-        gateway.stop(grace_s=10)
-        node.stop(grace_s=10)
+    with whole_farm(tls_redis.url(), "tls@localhost", concurrency=2) as farm:
+        yield farm
 
 
 def jobs(n: int) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -21,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from farm_support import ROOT, wait_for
+from farm_support import ROOT, docker_missing, wait_for
 
 from evalfarm.workers.embedded import free_port
 
@@ -40,17 +39,6 @@ def docker(
             f"docker {' '.join(args[:3])}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         )
     return done
-
-
-def swarm_available() -> str | None:
-    """Why the test cannot run here, or None when it can."""
-    if shutil.which("docker") is None:
-        return "no docker client here"
-    if subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode:
-        return "no Docker engine answers here"
-    if subprocess.run(["docker", "stack", "--help"], capture_output=True, timeout=60).returncode:
-        return "no `docker stack` in this client"
-    return None
 
 
 def containers(stack: str, service: str) -> list[str]:
@@ -83,7 +71,7 @@ def healthy(port: int) -> bool:
 
 @pytest.fixture
 def stack() -> Iterator[dict[str, Any]]:
-    reason = swarm_available()
+    reason = docker_missing(["stack", "--help"], "no `docker stack` in this client")
     if reason:
         pytest.skip(reason)
     name = f"evalfarm-test-{os.getpid()}"

@@ -43,6 +43,16 @@ def make_ca(directory: Path) -> dict[str, Path]:
     return files
 
 
+def serving_tls(files: dict[str, Path], port: int) -> list[str]:
+    """redis-server's options to serve TLS only, on `port`, with the certificate `make_ca` signed
+    (clients are not asked for certificates of their own)."""
+    return [
+        "--port", "0", "--tls-port", str(port), "--tls-cert-file", str(files["server"]),
+        "--tls-key-file", str(files["server-key"]), "--tls-ca-cert-file", str(files["ca"]),
+        "--tls-auth-clients", "no",
+    ]  # fmt: skip
+
+
 class TlsRedis:
     """redis-server on a free loopback port, TLS only (no plain port), `requirepass` set."""
 
@@ -70,9 +80,7 @@ class TlsRedis:
 
     def start(self) -> TlsRedis:
         command = [
-            "redis-server", "--port", "0", "--tls-port", str(self.port), "--bind", "127.0.0.1",
-            "--tls-cert-file", str(self.files["server"]), "--tls-key-file", str(self.files["server-key"]),
-            "--tls-ca-cert-file", str(self.files["ca"]), "--tls-auth-clients", "no",
+            "redis-server", *serving_tls(self.files, self.port), "--bind", "127.0.0.1",
             "--requirepass", self.password, "--dir", str(self.directory), "--save", "",
             "--appendonly", "no", "--daemonize", "no", "--logfile", str(self.directory / "redis.log"),
         ]  # fmt: skip
