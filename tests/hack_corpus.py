@@ -5,7 +5,10 @@ unprivileged user through `python tests/hack_corpus.py` (one JSON verdict per ca
 
 A case's header (comment lines `# key: value`, or `// key: value` in C++):
     env       humaneval, codecontests, call, elm or program
-    problem   a HumanEval task id, or one of PROBLEMS below (`secret`, `add`)
+    problem   a HumanEval task id, one of the built-in problems below (`secret`, `add`, ...), or the
+              name of a problem file, tests/hacks/problems/<name>.json (a `problem` object for
+              codecontests, `prompt`/`test`/`entry_point` for humaneval); in it a string "@<file>"
+              stands for the text of tests/hacks/problems/<file> (a checker's or interactor's code)
     expect    the statuses that are right for it (a hack's reward must be 0, a control's 1)
     check     elm: the `check` the result must carry
     func      call: the function to call
@@ -32,9 +35,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from evalfarm.envs import Context, score_job
 
 HACKS = Path(__file__).resolve().parent / "hacks"
+PROBLEM_FILES = HACKS / "problems"
 REWARD_ENVS = ("humaneval", "codecontests")
 DEFAULT_LIMITS = {"wall_s": 5.0, "cpu_s": 2.0}
-_PREFIXES = {".py": ("python", "# "), ".cpp": ("cpp", "// ")}
+_PREFIXES = {
+    ".py": ("python", "# "),
+    ".cpp": ("cpp", "// "),
+    ".c": ("c", "// "),
+    ".js": ("nodejs", "// "),
+    ".java": ("java", "// "),
+    ".go": ("go", "// "),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +73,7 @@ def load_cases() -> list[Case]:
     """Every case of the corpus, controls first."""
     cases = []
     for path in sorted(HACKS.glob("*/*")):
-        if path.suffix not in _PREFIXES:
+        if path.suffix not in _PREFIXES or path.parent == PROBLEM_FILES:
             continue
         language, prefix = _PREFIXES[path.suffix]
         code = path.read_text()
@@ -82,7 +93,7 @@ def load_cases() -> list[Case]:
                 problem=header.get("problem"),
                 check=header.get("check"),
                 func=header.get("func"),
-                after=header.get("after", "").removesuffix(".py").removesuffix(".cpp") or None,
+                after=str(Path(header["after"]).with_suffix("")) if header.get("after") else None,
                 limits=json.loads(header.get("limits", "{}")),
             )
         )
@@ -122,12 +133,36 @@ sys.exit(0 if sys.stdin.readline().strip() == secret else 1)
 """
 
 
+def problem_file(name: str, secret: str) -> dict[str, Any] | None:
+    """The problem of tests/hacks/problems/<name>.json, its "@<file>" strings replaced by those files'
+    text; None when there is no such file."""
+    path = PROBLEM_FILES / f"{name}.json"
+    if not path.is_file():
+        return None
+
+    def expand(value: Any) -> Any:
+        if isinstance(value, str) and value.startswith("@"):
+            return (PROBLEM_FILES / value[1:]).read_text()
+        if isinstance(value, str):
+            return value.replace("SECRET_HEX", secret)
+        if isinstance(value, list):
+            return [expand(item) for item in value]
+        if isinstance(value, dict):
+            return {key: expand(item) for key, item in value.items()}
+        return value
+
+    return dict(expand(json.loads(path.read_text())), id=name)
+
+
 def codecontests_problem(name: str, secret: str) -> dict[str, Any]:
     """The corpus's problems: `add` (a + b); `secret` (an answer in no input), and the same judged by
     a checker program (`secret_checker`), an interactor (`secret_interactive`) or a function call
     (`secret_fn`); `real` (5/2 to 1e-6, testlib's number syntax) and `count` (an integer answer
     under a real tolerance)."""
     answer = f"EVALFARM-SECRET-{secret}"
+    from_file = problem_file(name, secret)
+    if from_file is not None:
+        return from_file
     if name == "secret_checker":
         checker = {"type": "program", "language": "python", "code": SECRET_CHECKER}
         return {"id": name, "checker": checker, "hidden_tests": [{"input": "go\n", "output": answer + "\n"}]}
@@ -161,7 +196,11 @@ def job(case: Case, secret: str, problems: dict[str, dict[str, Any]]) -> dict[st
     code = case.code.replace("SECRET_HEX", repr(secret))
     fields: dict[str, Any] = {"id": case.name, "env": case.env, "limits": {**DEFAULT_LIMITS, **case.limits}}
     if case.env == "humaneval":
-        problem = secret_problem(secret) if case.problem == "secret" else problems[str(case.problem)]
+        problem = (
+            secret_problem(secret)
+            if case.problem == "secret"
+            else problem_file(str(case.problem), secret) or problems[str(case.problem)]
+        )
         fields.update({key: problem[key] for key in ("prompt", "test", "entry_point")}, completion=code)
     elif case.env == "codecontests":
         fields.update(

@@ -26,12 +26,14 @@ SECRET = secrets.token_hex(16)
 
 def test_the_corpus_covers_every_family() -> None:
     families = collections.Counter(case.family for case in CASES)
-    expected = {
+    folders = {path.name for path in hack_corpus.HACKS.iterdir() if path.is_dir()} - {"problems"}
+    assert set(families) == folders  # every family folder holds cases
+    earlier = {
         "controls", "early_exit", "forged_verdict", "equality_override", "monkeypatching",
         "test_tampering", "oracle_peeking", "cross_job", "penalty_dodge", "stdout_tricks", "cpp", "elm_gate",
         "judge_peeking", "number_syntax",
     }  # fmt: skip
-    assert set(families) == expected
+    assert earlier <= set(families)
     assert all(count >= 3 for count in families.values()), families
     assert {case.env for case in CASES} == {"humaneval", "codecontests", "call", "elm", "program"}
     assert all(BY_NAME[case.after].is_control for case in CASES if case.after)
