@@ -3,7 +3,10 @@ farm's broker URL: a plain `redis://` or `rediss://` URL, or Redis Sentinel in k
 
 Sentinel: `sentinel://HOST1:26379;sentinel://HOST2:26379;sentinel://HOST3:26379` (a password and a
 database on the first, `sentinel://:PASSWORD@HOST1:26379/0;...`, are the master's), with the
-master's name in the `redis_master` setting (`EVALFARM_REDIS_MASTER`) and the Sentinels' own
+master's name in the `redis_master` setting (`EVALFARM_REDIS_MASTER`) or on the URL as Celery's and
+kombu's users write it (`...;sentinel://HOST3:26379?master_name=NAME`: the settings take it off the
+URL, which kombu would otherwise pass to its connection as an argument it does not take), and the
+Sentinels' own
 password, where they have one, in `redis_sentinel_password` (`EVALFARM_REDIS_SENTINEL_PASSWORD`).
 TLS under Sentinel: the options a `rediss://` URL takes (`ssl_cert_reqs`, `ssl_ca_certs`,
 `ssl_certfile`, `ssl_keyfile`) go on the first address too,
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from evalfarm.broker.settings import FarmSettings
 
 SENTINEL_SCHEMES = ("sentinel",)
+MASTER_NAME = "master_name"  # the query parameter of a Sentinel URL that names its master
 # Every connection to Redis or a Sentinel: a dead peer is noticed (keepalive), a host that does not
 # answer fails the connect in 5 s, and a reply that never comes fails the command in 30 s.
 SOCKET_OPTIONS: dict[str, Any] = {"socket_keepalive": True, "socket_connect_timeout": 5, "socket_timeout": 30}
@@ -235,6 +239,42 @@ def _checked_tls(url: str) -> str:
     return urllib.parse.urlunsplit(parsed._replace(query=urllib.parse.urlencode(query, safe="/:")))
 
 
+def without_master_name(url: str | None) -> tuple[str | None, str | None]:
+    """A Sentinel URL without its `master_name` query parameter (on any of its addresses), and the
+    name; other URLs unchanged, with no name. Two different names are refused."""
+    if not url or not is_sentinel(url):
+        return url, None
+    names: set[str] = set()
+    chunks = []
+    for chunk in url.split(";"):
+        parsed = urllib.parse.urlsplit(chunk.strip())
+        query = urllib.parse.parse_qsl(parsed.query, keep_blank_values=True)
+        names.update(value for key, value in query if key == MASTER_NAME)
+        kept = urllib.parse.urlencode([(k, v) for k, v in query if k != MASTER_NAME], safe="/:")
+        chunks.append(urllib.parse.urlunsplit(parsed._replace(query=kept)))
+    if len(names) > 1:
+        raise ConnectionConfigError(f"a Sentinel URL names two masters: {', '.join(sorted(names))}")
+    if names and not next(iter(names)):
+        raise ConnectionConfigError("a Sentinel URL's master_name is empty")
+    return ";".join(chunks), next(iter(names), None)
+
+
+def _check_query(url: str) -> None:
+    """Refuse a query parameter the farm would not apply on every connection: of a Redis URL, only
+    the TLS options (redis-py, kombu and Celery read them alike); kombu passes any other one to its
+    connection as an argument, which fails there or, worse, only at the first reconnection."""
+    for chunk in url.split(";"):
+        for name, _ in urllib.parse.parse_qsl(
+            urllib.parse.urlsplit(chunk.strip()).query, keep_blank_values=True
+        ):
+            if name not in TLS_OPTIONS:
+                raise ConnectionConfigError(
+                    f"the broker URL's query parameter {name!r} is not one the farm applies: only "
+                    f"{', '.join(TLS_OPTIONS)}"
+                    + (f" and {MASTER_NAME} (Sentinel)" if is_sentinel(url) else "")
+                )
+
+
 def check(url: str | None) -> None:
     """Refuse, with the reason, a URL no client can connect with (at start, not at first use)."""
     if url is None:
@@ -242,7 +282,9 @@ def check(url: str | None) -> None:
     scheme = url.split("://", 1)[0]
     if is_sentinel(url):
         sentinel_parts(url)
+        _check_query(url)
     elif scheme in ("redis", "rediss"):
+        _check_query(url)
         parsed = urllib.parse.urlsplit(url)
         try:
             parsed.port  # noqa: B018 - parsing it is the check
@@ -263,5 +305,6 @@ def check_master(url: str | None, master_name: str | None) -> None:
     """A Sentinel URL without the master's name reaches nothing: refuse it, saying what to set."""
     if url is not None and is_sentinel(url) and not master_name:
         raise ConnectionConfigError(
-            "a Sentinel broker URL needs the master's name: set EVALFARM_REDIS_MASTER (redis_master)"
+            "a Sentinel broker URL needs the master's name: set EVALFARM_REDIS_MASTER (redis_master), "
+            "or end the URL with ?master_name=NAME"
         )

@@ -71,6 +71,28 @@ class FarmSettings(BaseModel):
             source.env_vars = {key.lower(): value for key, value in environ.items()}
         return cls.model_validate({**source(), **values})
 
+    @model_validator(mode="before")
+    @classmethod
+    def _master_name_from_urls(cls, values: Any) -> Any:
+        """Take a Sentinel URL's `?master_name=` off it into `redis_master`, so every client (kombu,
+        Celery, redis-py) gets the name the same way; a name that differs from the setting's is refused."""
+        from evalfarm.broker.connections import ConnectionConfigError, without_master_name
+
+        if not isinstance(values, dict):
+            return values
+        values = dict(values)
+        for field in ("broker_url", "result_backend"):
+            url, name = without_master_name(values.get(field))
+            if name is None:
+                continue
+            given = values.get("redis_master")
+            if given and given != name:
+                raise ConnectionConfigError(
+                    f"{field} names the master {name!r} but redis_master (EVALFARM_REDIS_MASTER) is {given!r}"
+                )
+            values[field], values["redis_master"] = url, name
+        return values
+
     @field_validator("broker_url", "result_backend")
     @classmethod
     def _check_url(cls, url: str | None) -> str | None:

@@ -121,20 +121,31 @@ class Cluster:
     """A private Redis (or a master, a replica and three Sentinels) and the nodes started on it; all
     stopped by `close`."""
 
-    def __init__(self, directory: str, sentinel: bool = False, network: Network | None = None) -> None:
-        """`network`: nodes may run in namespaces of it (`start_node(space=...)`); Redis listens there too."""
+    def __init__(
+        self,
+        directory: str,
+        sentinel: bool = False,
+        network: Network | None = None,
+        master_in_url: bool = False,
+    ) -> None:
+        """`network`: nodes may run in namespaces of it (`start_node(space=...)`); Redis listens there
+        too. `master_in_url`: the Sentinels' URL names the master (`?master_name=`, as Celery's users
+        write it) and no process is given EVALFARM_REDIS_MASTER."""
         self.directory = Path(directory)
+        self.master_in_url = master_in_url
         self.network = network
         self.sentinel = SentinelRedis(self.directory).start() if sentinel else None
         also = [network.host] if network else []
         self.redis = RedisServer(directory=directory, also_bind=also).start() if not sentinel else None
-        self.master = MASTER if sentinel else None
+        self.master = MASTER if sentinel and not master_in_url else None
         self.nodes: list[NodeProcess] = []
         self._names = 0
 
     @property
     def url(self) -> str:
-        return self.sentinel.url if self.sentinel else self.redis.url  # type: ignore[union-attr]
+        if self.sentinel is None:
+            return self.redis.url  # type: ignore[union-attr]
+        return self.sentinel.url + (f"?master_name={MASTER}" if self.master_in_url else "")
 
     def client(self) -> Any:
         return redis_client(self.url, Settings(broker_url=self.url, redis_master=self.master))
@@ -188,9 +199,11 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def cluster(sentinel: bool = False, network: Network | None = None) -> Iterator[Cluster]:
+def cluster(
+    sentinel: bool = False, network: Network | None = None, master_in_url: bool = False
+) -> Iterator[Cluster]:
     with tempfile.TemporaryDirectory(prefix="evalfarm-chaos-") as directory:
-        running = Cluster(directory, sentinel, network)
+        running = Cluster(directory, sentinel, network, master_in_url)
         try:
             yield running
         finally:
@@ -507,16 +520,16 @@ def waiting_job(i: int) -> dict[str, Any]:
     return {"id": f"b{i}", "env": "program", "code": f"import time\ntime.sleep(1.0)\nprint({i})"}
 
 
-def _failover(name: str, n_jobs: int, when: str) -> Row:
+def _failover(name: str, n_jobs: int, when: str, master_in_url: bool = False) -> Row:
     """A batch on a Sentinel-watched Redis whose master is killed -9: `mid` once a third of the
     results are in (answers arriving, workers mid-chunk); `publishing` while the producer is still
     publishing the batch's messages (one job each); `blocked` while every process runs a job of a
     full second and the producer, all published, waits on its reply list with nothing arriving (a
     tenth as many jobs, one per message). Notes Sentinel's own failover time (the kill to a new
-    master named) and the kill to the batch's end."""
+    master named) and the kill to the batch's end. `master_in_url`: the master's name only on the URL."""
     at_start = when in ("publishing", "blocked")
     jobs = [waiting_job(i) for i in range(n_jobs // 10)] if when == "blocked" else batch(n_jobs)
-    with cluster(sentinel=True) as farm_cluster:
+    with cluster(sentinel=True, master_in_url=master_in_url) as farm_cluster:
         farm_cluster.start_node()
         assert farm_cluster.sentinel is not None
         sentinels = farm_cluster.sentinel
@@ -545,6 +558,12 @@ def _failover(name: str, n_jobs: int, when: str) -> Row:
 
 def failover_mid_batch(n_jobs: int) -> Row:
     return _failover("the Redis master (Sentinel)", n_jobs, "mid")
+
+
+def failover_master_named_in_url(n_jobs: int) -> Row:
+    """The mid-batch failover, the master's name given only as the URL's `?master_name=`: once, such a
+    URL worked until the first failover and then killed every node."""
+    return _failover("the Redis master, its name on the URL", n_jobs, "mid", master_in_url=True)
 
 
 def failover_while_publishing(n_jobs: int) -> Row:
@@ -671,6 +690,7 @@ SCENARIOS: dict[str, Callable[[int], Row]] = {
     "same_job_every_try": kill_one_job_every_try,
     "sentinel_failover": failover_mid_batch,
     "sentinel_publishing": failover_while_publishing,
+    "sentinel_master_in_url": failover_master_named_in_url,
     "sentinel_blocked": failover_while_blocked,
     "partition": partition_until_restored,
     "partition_long": partition_long,

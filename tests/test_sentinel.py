@@ -83,6 +83,7 @@ def evalfarm(*args: str, timeout_s: float = 120, **env: str) -> subprocess.Compl
     ("url", "env", "said"),
     [
         ("sentinel://127.0.0.1:26379;sentinel://127.0.0.1:26380", {}, "EVALFARM_REDIS_MASTER"),
+        ("redis://127.0.0.1:6379/0?master_name=m", {}, "query parameter 'master_name'"),
         ("redis://127.0.0.1:port/0", {}, "Port could not be cast to integer"),
         ("redis://127.0.0.1:6379/zero", {}, "is not a number"),
         ("http://127.0.0.1:6379", {}, "expected redis://, rediss://, or sentinel://"),
@@ -247,6 +248,42 @@ def test_a_farm_on_sentinels_that_speak_only_tls(tmp_path: Path) -> None:
 def test_tls_options_on_a_sentinel_url_that_cannot_work_are_refused(url: str, said: str) -> None:
     with pytest.raises(ValueError, match=said):
         Settings(broker_url=url, redis_master=MASTER)
+
+
+def test_a_sentinel_urls_master_name_is_taken_off_it_into_the_setting() -> None:
+    """Celery's and kombu's users write the master's name on the URL; every client gets it from the
+    setting, and no client sees the parameter (kombu would pass it to its connection)."""
+    given = "sentinel://:pw@h1:26379/0;sentinel://h2:26379?master_name=evalfarm"
+    settings = Settings(broker_url=given)
+    assert (settings.broker_url, settings.redis_master) == (
+        "sentinel://:pw@h1:26379/0;sentinel://h2:26379",
+        MASTER,
+    )
+    assert Settings(broker_url=given, redis_master=MASTER).redis_master == MASTER
+    assert settings.with_broker(given).broker_url == settings.broker_url
+    with_tls = Settings(broker_url="sentinel://h1?ssl_cert_reqs=none&master_name=m;sentinel://h2")
+    assert (with_tls.broker_url, with_tls.redis_master) == (
+        "sentinel://h1?ssl_cert_reqs=none;sentinel://h2",
+        "m",
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "master", "said"),
+    [
+        ("sentinel://h1?master_name=a;sentinel://h2?master_name=b", None, "names two masters"),
+        ("sentinel://h1;sentinel://h2?master_name=a", "b", "names the master 'a' but redis_master"),
+        ("sentinel://h1;sentinel://h2?master_name=", None, "master_name is empty"),
+        ("sentinel://h1;sentinel://h2?master_name=m&socket_timeout=3", None, "'socket_timeout' is not one"),
+        ("redis://h:6379/0?master_name=m", None, "'master_name' is not one the farm applies"),
+        ("rediss://h:6379/0?health_check_interval=3", None, "'health_check_interval' is not one"),
+    ],
+)
+def test_a_url_parameter_the_farm_does_not_apply_everywhere_is_refused(
+    url: str, master: str | None, said: str
+) -> None:
+    with pytest.raises(ValueError, match=said):
+        Settings(broker_url=url, redis_master=master)
 
 
 def test_tls_on_a_sentinel_url_checks_certificates_unless_it_says_not_to(tmp_path: Path) -> None:
