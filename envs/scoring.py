@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from evalfarm.envs.base import Context, InvalidJob, make_result
-from evalfarm.envs.catalog import COMMON_FIELDS
+from evalfarm.envs.catalog import COMMON_FIELDS, known_fields
 from evalfarm.envs.registry import get_env
 from evalfarm.sandbox import Status
 
@@ -33,7 +33,7 @@ def score_job(job: Any, ctx: Context) -> dict[str, Any]:
             raise InvalidJob(str(error)) from None
         result = make_result(job_id, env_id, Status.OK, None)
         result.update(env.score(job, limits, ctx))
-        warnings = _unknown_fields(job, env.fields)
+        warnings = _unknown_fields(job, env.fields | known_fields(env_id))
         if warnings:
             result["warnings"] = warnings
         result["code"] = Status(result["status"]).code
@@ -52,7 +52,7 @@ def _unknown_fields(job: dict[str, Any], fields: frozenset[str]) -> list[str]:
     """What the result says of the job's fields its env does not take (nothing when undeclared)."""
     if not fields:
         return []
-    unknown = sorted(set(job) - fields - COMMON_FIELDS)
+    unknown = sorted(set(job) - fields - COMMON_FIELDS)  # `fields`: the env's, and its datasets' known
     return [f"unknown field {name!r} ignored" for name in unknown[:20]]
 
 

