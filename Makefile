@@ -2,24 +2,33 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+# The demo needs the farm only (the worker's and the gateway's extras); the tests need everything.
+DEMO_STAMP := $(VENV)/.demo
 STAMP := $(VENV)/.installed
+# setuptools' notice on every editable install (an information, not a warning of ours).
+PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip
 # mypy reads the package as it is installed: `evalfarm.<room>` for each top-level folder (symlinks).
 TYPECHECK := build/typecheck/evalfarm
 ROOMS := sandbox envs tasks broker gateway trainers workers
 
 .PHONY: setup demo test check lint bench clean
 
-# Everything: the client, the worker's and the gateway's extras, the tests' and the GRPO test's.
-$(STAMP): pyproject.toml tests/clients-requirements.txt
+# The farm: the client, the worker's and the gateway's extras.
+$(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[all,dev,grpo]'
-	$(BIN)/python -m pip install --quiet --no-deps -r tests/clients-requirements.txt
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[all]'
+	touch $(DEMO_STAMP)
+
+# Everything: the farm, the tests' and the GRPO test's extras, the foreign clients the tests drive.
+$(STAMP): $(DEMO_STAMP) tests/clients-requirements.txt
+	$(PIP) install --quiet -e '.[all,dev,grpo]'
+	$(PIP) install --quiet --no-deps -r tests/clients-requirements.txt
 	touch $(STAMP)
 
 setup: $(STAMP)
 
-demo: setup
+demo: $(DEMO_STAMP)
 	$(BIN)/evalfarm demo
 
 # The whole suite (what CI runs), with the slowest tests named at the end.

@@ -268,7 +268,16 @@ def test_demo_scores_every_registered_env_and_prints_a_summary() -> None:
     }
     assert "infra errors: 0" in done.stdout
     assert "latency (batch start to result): p50" in done.stdout
-    # A user reads results, not the farm's workings: no Celery banner, no warning about root, and
-    # the node logs nothing below a warning.
-    for noise in ("-------------- ", "[config]", "SecurityWarning", "superuser privileges", " INFO "):
+    # A user reads results, not the farm's workings: no Celery banner, no warning about root, no
+    # log line of the node's (its slots' layers, its shutdown): without the progress bar, nothing on
+    # stderr at all.
+    for noise in (
+        "-------------- ",
+        "[config]",
+        "SecurityWarning",
+        "superuser privileges",
+        "INFO",
+        "Warm shutdown",
+    ):
         assert noise not in done.stdout + done.stderr, noise
+    assert done.stderr == ""

@@ -176,16 +176,15 @@ def test_the_gateway_loads_no_scorer() -> None:
 
 
 def test_every_package_folder_is_in_the_distribution() -> None:
-    """pyproject's package list and package-dir map every folder with an __init__.py, and nothing else."""
+    """pyproject's package list and package-dir map every folder of the rooms that holds files (a
+    package, or data such as testlib.h, which setuptools would otherwise warn of), and nothing else."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     mapped = config["package-dir"]
     assert set(mapped) == {"evalfarm", *(f"evalfarm.{room}" for room in ROOMS)}
     assert all(mapped[f"evalfarm.{room}"] == room for room in ROOMS)
     found = {"evalfarm"}
     for room in ROOMS:
-        for init in (ROOT / room).rglob("__init__.py"):
-            if "sandbox_lib" in init.parts:  # modules for sandboxed programs: data, not packages of ours
-                continue
-            relative = init.parent.relative_to(ROOT / room).parts
-            found.add(".".join(("evalfarm", room, *relative)))
+        for folder in [ROOT / room, *(ROOT / room).rglob("*")]:
+            if folder.is_dir() and folder.name != "__pycache__" and any(f.is_file() for f in folder.iterdir()):
+                found.add(".".join(("evalfarm", room, *folder.relative_to(ROOT / room).parts)))
     assert set(config["packages"]) == found

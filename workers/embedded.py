@@ -265,7 +265,8 @@ class EmbeddedFarm:
     `workers` sizes the node's pool (default: one process per allowed CPU); `worker_env` is the
     environment of the node (default: this process's), where tests put their EVALFARM_* settings.
     `http_port` also starts the HTTP gateway there, on loopback; `flower_port`, Flower. `quiet`: the
-    node logs warnings only, without Celery's banner (a command's user wants its results).
+    node logs warnings only, without Celery's banner (a command's user wants its results); `node_log`:
+    a file for the node's output instead of this process's stderr.
     """
 
     def __init__(
@@ -277,6 +278,7 @@ class EmbeddedFarm:
         http_port: int | None = None,
         flower_port: int | None = None,
         quiet: bool = True,
+        node_log: Path | None = None,
     ) -> None:
         self.redis = RedisServer(port=redis_port)
         args = [
@@ -284,7 +286,7 @@ class EmbeddedFarm:
             *worker_args,
             *(["--concurrency", str(workers)] if workers else []),
         ]
-        self.worker = NodeProcess(self.redis.url, args, _own_metrics_port(worker_env))
+        self.worker = NodeProcess(self.redis.url, args, _own_metrics_port(worker_env), log=node_log)
         self.metrics_url: str | None = None  # where the node serves /metrics, once it is ready
         self.gateway = GatewayProcess(self.redis.url, http_port, worker_env) if http_port else None
         self.flower = FlowerProcess(self.redis.url, flower_port, worker_env) if flower_port else None

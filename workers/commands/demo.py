@@ -11,9 +11,11 @@ import argparse
 import math
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -35,26 +37,43 @@ def run(args: argparse.Namespace) -> int:
     from evalfarm.broker.client import Farm
     from evalfarm.envs import env_ids
     from evalfarm.workers.demo_jobs import demo_batch
-    from evalfarm.workers.embedded import EmbeddedFarm
+    from evalfarm.workers.embedded import EmbeddedError, EmbeddedFarm
 
     jobs = demo_batch(env_ids())
     print(f"evalfarm demo: {len(jobs)} jobs over envs {', '.join(sorted({j['env'] for j in jobs}))}")
     compiling = _compile_weight_edit_kernels() if any(j["env"] == "weight_edits" for j in jobs) else None
     print("starting an embedded farm (Redis and a worker node on this machine)...", flush=True)
-    with EmbeddedFarm(workers=args.workers) as embedded:
-        processes = embedded.wait_ready(60)
-        if compiling is not None and compiling.poll() is None:
-            print("compiling the weight-edit grader's kernels (the first run only: they are cached on "
-                  "disk, ~40 s)...", flush=True)  # fmt: skip
-            compiling.wait()
-        with Farm(embedded.broker_url, progress=not args.no_progress) as farm:
-            started = time.perf_counter()
-            results = farm.score(jobs)
-            elapsed = time.perf_counter() - started
-            stats = farm.last_stats
+    # The node's own log (its slots' layers, its shutdown) is the operator's, not the demo's: it goes
+    # to a file, shown only when the farm failed.
+    with tempfile.TemporaryDirectory(prefix="evalfarm-demo-") as directory:
+        node_log = Path(directory) / "node.log"
+        try:
+            with EmbeddedFarm(workers=args.workers, node_log=node_log) as embedded:
+                processes = embedded.wait_ready(60)
+                if compiling is not None and compiling.poll() is None:
+                    print("compiling the weight-edit grader's kernels (the first run only: they are cached "
+                          "on disk, ~40 s)...", flush=True)  # fmt: skip
+                    compiling.wait()
+                with Farm(embedded.broker_url, progress=not args.no_progress) as farm:
+                    started = time.perf_counter()
+                    results = farm.score(jobs)
+                    elapsed = time.perf_counter() - started
+                    stats = farm.last_stats
+        except EmbeddedError:
+            _show_tail(node_log)
+            raise
+        if any(result.is_infra for result in results):
+            _show_tail(node_log)
     print(highlights(results))
     print(summary(results, elapsed, processes, stats.messages))
     return 1 if any(result.is_infra for result in results) else 0
+
+
+def _show_tail(log: Path, lines: int = 40) -> None:
+    """The end of the node's log, on stderr: why the farm failed."""
+    if log.exists():
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        print("the worker node's log ends:", *tail, sep="\n  ", file=sys.stderr)
 
 
 def _compile_weight_edit_kernels() -> subprocess.Popen[bytes]:
