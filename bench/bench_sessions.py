@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import argparse
 import glob
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 from _up import RunningUp  # noqa: E402

@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from evalfarm.envs.weight_edits import apply_edits, grade_answer  # noqa: E402
 from evalfarm.envs.weight_edits.deadline import Deadline  # noqa: E402

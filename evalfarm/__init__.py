@@ -14,26 +14,21 @@ The farm's rooms are its subpackages (the README's "Architecture" maps them):
 - `evalfarm.gateway`  the HTTP front door (native, ELM, SandboxFusion and OpenRLHF routes);
 - `evalfarm.trainers` reward functions for TRL and verl.
 
-In a source checkout the rooms are the repository's top-level folders, beside this one, and this
-package reaches them through its `__path__`; an installed wheel holds them inside it (the
-`package-dir` table of pyproject.toml).
+In a source checkout the rooms are the repository's top-level folders, beside this one: the
+editable install (`make setup`, `pip install -e .`) maps each `evalfarm.<room>` to its folder (the
+`package-dir` table of pyproject.toml), as an installed wheel holds them inside this one. Each file is
+one module, `evalfarm.<room>.<name>`, whichever way it is reached.
 """
 
 from __future__ import annotations
 
-import os
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_CHECKOUT = os.path.dirname(_HERE)
-if not os.path.isdir(os.path.join(_HERE, "broker")) and os.path.isfile(
-    os.path.join(_CHECKOUT, "broker", "__init__.py")
-):
-    __path__.append(_CHECKOUT)
+# The client's names: those of `evalfarm.broker`.
+from evalfarm._exports import lazy
+from evalfarm.broker import _EXPORTS
 
 __version__ = "0.2.0"
 
-# The client's names: those of `evalfarm.broker`.
-from evalfarm._exports import lazy  # noqa: E402
-from evalfarm.broker import _EXPORTS  # noqa: E402
+# The rooms, each a subpackage `evalfarm.<room>` (a top-level folder of a checkout).
+ROOMS = ("sandbox", "envs", "tasks", "broker", "gateway", "trainers", "workers")
 
 __all__, __getattr__ = lazy("evalfarm", _EXPORTS)

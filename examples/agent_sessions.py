@@ -17,11 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalfarm import AsyncFarm
 from evalfarm.workers.embedded import broker_or_embedded

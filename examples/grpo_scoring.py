@@ -23,10 +23,7 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalfarm.trainers import make_trl_reward
 from evalfarm.workers.demo_jobs import load_humaneval

@@ -21,13 +21,10 @@ import json
 import math
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from ribs.archives import GridArchive
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalfarm import Farm
 from evalfarm.workers.embedded import broker_or_embedded

@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import fcntl
 import functools
+import importlib.util
 import json
 import logging
 import os
@@ -15,7 +16,6 @@ import socket
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 from evalfarm.sandbox import _native, _payload, _protocol, _request, languages
@@ -29,9 +29,20 @@ __all__ = ["CallSpec", "JudgeSpec", "Sandbox", "SandboxConfig", "SandboxError"]
 
 log = logging.getLogger("evalfarm.sandbox")
 
-# The directory holding the `evalfarm` package (a checkout's root, or site-packages): the fork
-# server imports `evalfarm.sandbox` from there.
-PROJECT_ROOT = str(Path(sys.modules["evalfarm"].__file__ or "").resolve().parent.parent)
+# The fork server runs `python -I -S`: no site, so no editable install's import hook. It finds the
+# farm's packages through a finder of its own, given where each one's folder is (`_package_parents`).
+_BOOT = """import sys
+from importlib.machinery import PathFinder
+PARENTS = {parents!r}
+class Packages:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        return PathFinder.find_spec(name, [PARENTS[name]]) if name in PARENTS else None
+sys.meta_path.append(Packages)
+sys.path[:0] = {paths!r}
+from evalfarm.sandbox._server import main
+main()
+"""
 
 # Imported once by every fork server, so runs find them already in memory. Not `threading` (nor
 # `logging`, which imports it): a module that registers an after-fork hook makes every run pay for
@@ -432,7 +443,7 @@ class _Server:
             },
         }
         paths = [*self.sandbox.config.import_paths, *_import_paths()]
-        boot = f"import sys; sys.path[:0] = {paths!r}; from evalfarm.sandbox._server import main; main()"
+        boot = _BOOT.format(parents=_package_parents(), paths=paths)
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", boot, json.dumps(server_config)],
             pass_fds=[theirs.fileno()],
@@ -559,8 +570,21 @@ def _claim_uid(config: SandboxConfig, slot: int) -> tuple[int, int]:
 
 
 def _import_paths() -> list[str]:
-    """What the fork server needs on sys.path beyond the stdlib: this project and site-packages."""
-    return [PROJECT_ROOT] + [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    """What the fork server needs on sys.path beyond the stdlib: site-packages."""
+    return [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+
+
+@functools.cache
+def _package_parents() -> dict[str, str]:
+    """`evalfarm` and its rooms -> the folder each is found in (a checkout's root, or site-packages and
+    the installed package), as this process found them."""
+    parents = {}
+    rooms: tuple[str, ...] = sys.modules["evalfarm"].ROOMS
+    for name in ("evalfarm", *(f"evalfarm.{room}" for room in rooms)):
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None, name
+        parents[name] = os.path.dirname(os.path.dirname(spec.origin))
+    return parents
 
 
 def _site_dirs(packages: tuple[str, ...]) -> dict[str, list[str]]:
@@ -569,7 +593,7 @@ def _site_dirs(packages: tuple[str, ...]) -> dict[str, list[str]]:
     import site
 
     tops = {name.split(".")[0] for name in packages}
-    candidates = {*site.getsitepackages([sys.prefix, sys.base_prefix]), *_import_paths()[1:]}
+    candidates = {*site.getsitepackages([sys.prefix, sys.base_prefix]), *_import_paths()}
     found: dict[str, list[str]] = {}
     for directory in sorted(candidates):
         if not os.path.isdir(directory):

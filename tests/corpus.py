@@ -11,13 +11,10 @@ import json
 import os
 import secrets
 import socket
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalfarm.sandbox import Limits, RunResult, Sandbox
 

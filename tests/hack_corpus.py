@@ -25,12 +25,9 @@ import gzip
 import json
 import os
 import secrets
-import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalfarm.envs import Context, score_job
 

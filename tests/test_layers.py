@@ -185,6 +185,75 @@ def test_every_package_folder_is_in_the_distribution() -> None:
     found = {"evalfarm"}
     for room in ROOMS:
         for folder in [ROOT / room, *(ROOT / room).rglob("*")]:
-            if folder.is_dir() and folder.name != "__pycache__" and any(f.is_file() for f in folder.iterdir()):
+            if (
+                folder.is_dir()
+                and folder.name != "__pycache__"
+                and any(f.is_file() for f in folder.iterdir())
+            ):
                 found.add(".".join(("evalfarm", room, *folder.relative_to(ROOT / room).parts)))
     assert set(config["packages"]) == found
+
+
+# -- one module object per file -----------------------------------------------------------------
+
+
+def test_the_rooms_are_the_packages_rooms() -> None:
+    import evalfarm
+
+    assert evalfarm.ROOMS == ROOMS
+
+
+@pytest.mark.parametrize(
+    "name", ["evalfarm.evalfarm", "evalfarm.tests", "evalfarm.bench", "evalfarm.broker.broker"]
+)
+def test_a_checkout_folder_is_not_a_module_of_the_package(name: str) -> None:
+    """From the checkout's root (on sys.path, as `python -c` puts it), the package holds its rooms and
+    nothing else: no folder of the checkout is reachable under a second name."""
+    done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode != 0 and f"No module named '{name}'" in done.stderr, done.stderr[-500:]
+
+
+def test_every_file_of_the_package_is_one_module() -> None:
+    """A walk of the whole package ends, and meets each file under one name only (once, the
+    checkout on the package's own path made `broker.keys` and `evalfarm.broker.keys` two modules
+    with two copies of their state, and a walker recurse without end)."""
+    code = """
+import json, pkgutil, evalfarm
+names = {}
+for info in pkgutil.walk_packages(evalfarm.__path__, "evalfarm.", onerror=lambda name: None):
+    if ".sandbox_lib" in info.name or info.name.count(".") > 6:
+        continue
+    spec = info.module_finder.find_spec(info.name)
+    names.setdefault(spec.origin, []).append(info.name)
+rooms = [__import__(f"evalfarm.{room}", fromlist=["_"]) for room in evalfarm.ROOMS]
+for room in rooms:
+    for info in pkgutil.walk_packages(room.__path__, room.__name__ + ".", onerror=lambda name: None):
+        if ".sandbox_lib" in info.name or info.name.count(".") > 6:
+            continue
+        spec = info.module_finder.find_spec(info.name)
+        names.setdefault(spec.origin, []).append(info.name)
+print(json.dumps(names))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names: dict[str, list[str]] = json.loads(done.stdout)
+    assert [n for n in names.values() if len(set(n)) > 1] == []
+    assert all(name.count(".") <= 4 for found in names.values() for name in found)
+    assert str(ROOT / "broker" / "keys.py") in names and names[str(ROOT / "broker" / "keys.py")] == [
+        "evalfarm.broker.keys"
+    ]
+
+
+def test_no_file_imports_a_room_by_its_folders_name() -> None:
+    """Every import of the farm's code says `evalfarm.<room>`: a bare `broker` or `envs` would load a
+    second copy of the module wherever the checkout is on sys.path."""
+    bare = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if {".venv", "build", "hacks", "hostile", "sandbox_lib"} & set(path.relative_to(ROOT).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            bare += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in ROOMS]
+    assert bare == []
