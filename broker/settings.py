@@ -11,14 +11,24 @@ on (where Redis is, the queues, the time limits that decide when a message is re
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalfarm.broker.errors import ConfigError
 from evalfarm.envs.catalog import ENVS
 
 ENV_PREFIX = "EVALFARM_"
+
+# Variables the farm once read and reads no more -> what replaced them. A process given one refuses
+# to start with this message (`from_env`), so a cluster's configuration never changes its meaning
+# without a word. (The CHANGELOG's "Removed" entries say when.)
+REMOVED_VARIABLES: dict[str, str] = {
+    "EVALFARM_POLL_INTERVAL_S": "nothing replaces it: results are pushed to a reply list the producer "
+    "waits on, so there is no polling to tune",
+}
 
 
 class FarmSettings(BaseModel):
@@ -66,6 +76,7 @@ class FarmSettings(BaseModel):
         `values` taking precedence; a malformed variable is a ValidationError naming it."""
         from pydantic_settings import EnvSettingsSource  # its import costs ~0.1 s: only when reading
 
+        check_removed(os.environ if environ is None else environ)
         source = EnvSettingsSource(cls, env_prefix=ENV_PREFIX, case_sensitive=False)  # type: ignore[arg-type]
         if environ is not None:
             source.env_vars = {key.lower(): value for key, value in environ.items()}
@@ -221,6 +232,15 @@ class GatewaySettings(ClientSettings):
     gateway_openrlhf_deadline_s: float = Field(default=150.0, gt=0, description="/get_reward's deadline")
     gateway_linger_s: float = Field(default=0.05, ge=0, description="longest micro-batch wait, under load")
     gateway_batch_jobs: int = Field(default=1024, ge=1, description="most jobs per micro-batch")
+
+
+def check_removed(environ: Mapping[str, str]) -> None:
+    """Refuse a variable the farm no longer reads (`REMOVED_VARIABLES`), naming its replacement."""
+    for name in sorted(environ):
+        if name.upper() in REMOVED_VARIABLES:
+            raise ConfigError(
+                f"{name.upper()} is no longer read ({REMOVED_VARIABLES[name.upper()]}): unset it"
+            )
 
 
 class Settings(WorkerSettings, GatewaySettings):

@@ -27,6 +27,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+# The launcher's own variables once had the farm's prefix, and so reached the worker too; a stack that
+# still sets the old names is refused rather than run with the defaults.
+RENAMED = {
+    "EVALFARM_DOCKER_SOCKET": "LAUNCHER_DOCKER_SOCKET",
+    "EVALFARM_SECCOMP_PROFILE": "LAUNCHER_SECCOMP_PROFILE",
+    "EVALFARM_WORKER_MEMORY_LIMIT": "WORKER_MEMORY_LIMIT",
+}
 SOCKET = os.environ.get("LAUNCHER_DOCKER_SOCKET", "unix:///var/run/docker.sock")
 SECCOMP_PROFILE = Path(os.environ.get("LAUNCHER_SECCOMP_PROFILE", "/opt/evalfarm/share/seccomp.json"))
 # Seconds the worker gets to finish its running chunks (the compose file's stop_grace_period).
@@ -46,6 +53,11 @@ WORKER_HOST_CONFIG: dict[str, Any] = {
 WORKER_COMMAND = ["evalfarm", "worker"]
 # A container's id, as the engine's paths in /proc/self/mountinfo show it (its /etc/hostname).
 CONTAINER_ID = re.compile(r"/containers/([0-9a-f]{64})/")
+
+
+def renamed_variables(environ: dict[str, str]) -> list[str]:
+    """What to say of each old name of a launcher variable that `environ` still sets."""
+    return [f"{old} is no longer read: set {new}" for old, new in RENAMED.items() if old in environ]
 
 
 def worker_name(node_id: str, stack: str) -> str:
@@ -220,6 +232,9 @@ def main() -> int:
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
+    for message in renamed_variables(dict(os.environ)):
+        print(f"worker-launcher: {message}", file=sys.stderr)
+        return 2
     import docker
 
     api = docker.APIClient(base_url=SOCKET, timeout=STOP_GRACE_S + 60)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from evalfarm._exports import lazy
 from evalfarm.broker import _EXPORTS
 
-__version__ = "0.2.0"
+__version__ = "0.3.0.dev0"
 
 # The rooms, each a subpackage `evalfarm.<room>` (a top-level folder of a checkout).
 ROOMS = ("sandbox", "envs", "tasks", "broker", "gateway", "trainers", "workers")

@@ -21,7 +21,31 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--broker", metavar="URL", help="redis://host:port/db (or EVALFARM_BROKER_URL)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    add_deadline_options(parser)
     parser.set_defaults(func=run)
+
+
+def add_deadline_options(parser: argparse.ArgumentParser) -> None:
+    """The gateway's deadlines (settings, default from EVALFARM_GATEWAY_*_DEADLINE_S)."""
+    parser.add_argument(
+        "--deadline-s", type=float, metavar="S",
+        help="longest a /v1/score request is scored, and its default deadline "
+        "(EVALFARM_GATEWAY_DEADLINE_S; default 600)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--openrlhf-deadline-s", type=float, metavar="S",
+        help="/get_reward's deadline, under OpenRLHF's own 180 s client timeout "
+        "(EVALFARM_GATEWAY_OPENRLHF_DEADLINE_S; default 150)",
+    )  # fmt: skip
+
+
+def gateway_settings(args: argparse.Namespace) -> Any:
+    """The gateway's settings: the environment's, with the command line's on top."""
+    return settings_from(
+        broker_url=args.broker,
+        gateway_deadline_s=args.deadline_s,
+        gateway_openrlhf_deadline_s=args.openrlhf_deadline_s,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from evalfarm.broker.errors import ConfigError
     from evalfarm.gateway import serve
 
-    settings = settings_from(broker_url=args.broker)
+    settings = gateway_settings(args)
     where = f"http://{args.host}:{args.port}"
     print(f"gateway: {where} (broker {settings.broker_url})", file=sys.stderr, flush=True)
     try:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
 from typing import Any
 
+from evalfarm.workers.commands.gateway import add_deadline_options
 from evalfarm.workers.options import cpu_list
 
 
@@ -30,6 +32,7 @@ def register(subparsers: Any) -> None:
         metavar="PORT",
         help="also serve Flower, Celery's dashboard (EVALFARM_FLOWER_AUTH=user:pw)",
     )
+    add_deadline_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -38,9 +41,12 @@ def run(args: argparse.Namespace) -> int:
     from evalfarm.workers.embedded import EmbeddedFarm
 
     extra = ["--cpus", ",".join(map(str, args.cpus))] if args.cpus else []
+    deadlines = {"EVALFARM_GATEWAY_DEADLINE_S": args.deadline_s,
+                 "EVALFARM_GATEWAY_OPENRLHF_DEADLINE_S": args.openrlhf_deadline_s}  # fmt: skip
     farm = EmbeddedFarm(
         workers=args.workers,
         worker_args=extra,
+        worker_env={**os.environ, **{k: str(v) for k, v in deadlines.items() if v is not None}},
         redis_port=args.port,
         http_port=args.http,
         flower_port=args.flower,
