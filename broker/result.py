@@ -58,6 +58,21 @@ def from_worker(raw: dict[str, Any]) -> Result:
     return result
 
 
+def invalid_result(job_id: Any, env: Any, error: str) -> Result:
+    """The result of a job that could not be made (a template that is not one): no reward."""
+    return Result(
+        id=job_id,
+        env=env,
+        status=Status.INVALID_JOB.value,
+        code=Status.INVALID_JOB.code,
+        reward=None,
+        error=error,
+        queued_s=None,
+        run_s=None,
+        infra=False,
+    )
+
+
 def infra_result(job: Any, error: str) -> Result:
     """The result of a job the farm failed to score (never a reward of 0: reward is None)."""
     job_id = job.get("id") if isinstance(job, dict) else None

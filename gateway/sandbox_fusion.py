@@ -18,8 +18,10 @@ session that lives for the request (`gateway.sessions`).
 
 A language in SandboxFusion's list that the farm does not run answers SandboxError, as SandboxFusion
 does for a language it has no runner for; one outside its list answers 422 with pydantic's
-`{"detail": [...]}`, as its FastAPI app does. A fault of the farm that outlived the farm's own retries
-answers HTTP 504: the one status verl's client retries.
+`{"detail": [...]}`, as its FastAPI app does. A program's own failure (a compile error or timeout, a
+crash, a signal, a memory, output or time limit) is never an HTTP error: "Failed", as SandboxFusion
+answers it. Only a fault of the farm that outlived the farm's own retries answers HTTP 504 (the one
+status verl's client retries), with SandboxFusion's SandboxError body (`answer_of`).
 """
 
 from __future__ import annotations
@@ -175,19 +177,30 @@ async def run_code(request: Request, gateway: Gateway) -> Response:
     # reaches it as a 504 (which it retries) before it gives up on its own.
     deadline_s = job["limits"]["wall_s"] + job["limits"].get("compile_wall_s", 0.0) + _CLIENT_MARGIN_S
     [result] = await gateway.score("/run_code", [job], deadline_s)
+    body, http_status = answer_of(result)
+    return JSONResponse(body, status_code=http_status)
+
+
+def answer_of(result: Result) -> tuple[dict[str, Any], int]:
+    """The `RunCodeResponse` of a program's result, and its HTTP status.
+
+    A verdict on the program, whatever it is, is HTTP 200 in SandboxFusion's shapes ("Success" or
+    "Failed" with the compile's and the run's results). A result with no verdict is "SandboxError",
+    as SandboxFusion answers when its runner fails: HTTP 504 for a fault of the farm (infra_error,
+    after the farm's retries), the one status verl's client posts again (it scores a 200
+    SandboxError, and any other non-2xx, as an API error at once); HTTP 200 for a request the farm
+    refused (invalid_job) or a result with no verdict that no retry changes (judge_error).
+    """
     if result.is_infra:
-        return JSONResponse(
-            response("SandboxError", f"the farm failed: {result.get('error')}"), status_code=504
-        )
-    if result.get("status") == "invalid_job":
-        return JSONResponse(response("SandboxError", f"invalid request: {result.get('error')}"))
+        return response("SandboxError", f"the farm failed: {result.get('error')}"), 504
+    if not result.has_reward:
+        return response("SandboxError", f"{result.status}: {result.get('error')}"), 200
     compiled = compile_result_of(result)
     if compiled is not None and (compiled["status"] != "Finished" or compiled["return_code"] != 0):
-        return JSONResponse(response("Failed", "", None, result.get("files"), compiled))
+        return response("Failed", "", None, result.get("files"), compiled), 200
     run = run_result_of(result)
     succeeded = run["status"] == "Finished" and run["return_code"] == 0
-    status = "Success" if succeeded else "Failed"
-    return JSONResponse(response(status, "", run, result.get("files"), compiled))
+    return response("Success" if succeeded else "Failed", "", run, result.get("files"), compiled), 200
 
 
 class RunJupyterRequest(BaseModel):

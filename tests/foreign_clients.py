@@ -1,11 +1,15 @@
-"""The real clients of foreign systems, loaded for tests: OpenELM's Sodaracer, verl's sandbox_fusion.
+"""The real clients of foreign systems, loaded for tests: OpenELM's Sodaracer, verl's sandbox_fusion,
+OpenRLHF's remote reward client and its rollout loop.
 
-Both packages are installed without their dependencies (`tests/clients-requirements.txt`, by `make
-setup`): they pull in torch, transformers and more, which the parts used here do not need. OpenELM's
-package `__init__` imports all of it, so its package is entered without running that file, and the
-two modules the Sodarace module imports but never uses here (the language model, the local
-executor) are stood in for. verl's `sandbox_fusion` needs only `requests`: its two files are loaded
-directly, as verl's own reward code imports them.
+The packages are installed without their dependencies (`tests/clients-requirements.txt`, by `make
+setup`): they pull in torch, transformers, ray, vLLM and more, which the parts used here do not
+need. OpenELM's package `__init__` imports all of it, so its package is entered without running that
+file, and the two modules the Sodarace module imports but never uses here (the language model, the
+local executor) are stood in for. verl's `sandbox_fusion` needs only `requests`: its two files are
+loaded directly, as verl's own reward code imports them. OpenRLHF's packages are entered the same
+way; its agent module needs only aiohttp, and its rollout module (`samples_generator`) gets Ray's
+three calls over plain values (a reference is its value) and a stand-in for the vLLM names it
+imports but the rollout loop does not use.
 """
 
 from __future__ import annotations
@@ -93,3 +97,72 @@ def verl_sandbox_fusion() -> Any:
     sys.modules[name] = module
     package_spec.loader.exec_module(module)
     return module
+
+
+def _enter(name: str, path: Path) -> None:
+    """A package as a module with its path, its `__init__` not run."""
+    if name not in sys.modules:
+        package = types.ModuleType(name)
+        package.__path__ = [str(path)]
+        sys.modules[name] = package
+
+
+def openrlhf_agent() -> Any:
+    """OpenRLHF's `openrlhf.utils.agent`: `SingleTurnAgentExecutor`, whose `execute` posts each
+    sample to the remote reward model and reads `rewards`, `scores` and `extra_logs` back."""
+    root = _installed("openrlhf")
+    _enter("openrlhf", root)
+    _enter("openrlhf.utils", root / "utils")
+    import importlib
+
+    return importlib.import_module("openrlhf.utils.agent")
+
+
+class LocalRay:
+    """Ray's `wait`, `get` and `cancel` over plain values: a reference is its own value."""
+
+    @staticmethod
+    def wait(
+        refs: list[Any], num_returns: int = 1, timeout: float | None = None
+    ) -> tuple[list[Any], list[Any]]:
+        return refs[:num_returns], refs[num_returns:]
+
+    @staticmethod
+    def get(ref: Any) -> Any:
+        return ref
+
+    @staticmethod
+    def cancel(ref: Any) -> None:
+        pass
+
+
+def openrlhf_rollouts() -> Any:
+    """OpenRLHF's `openrlhf.trainer.ppo_utils.samples_generator` (`SamplesGenerator`: the rollout
+    loop, its dynamic filtering, `_process_response_into_experience`) and, through it, `Experience`."""
+    name = "openrlhf.trainer.ppo_utils.samples_generator"
+    if name in sys.modules:
+        return sys.modules[name]
+    root = _installed("openrlhf")
+    openrlhf_agent()
+    _enter("openrlhf.trainer", root / "trainer")
+    _enter("openrlhf.trainer.ppo_utils", root / "trainer" / "ppo_utils")
+    engine = types.ModuleType("openrlhf.trainer.ray.vllm_engine")
+    engine.__dict__["batch_vllm_engine_call"] = None  # wakes and sleeps engines: none here
+    ray = types.ModuleType("ray")
+    ray.__dict__.update(wait=LocalRay.wait, get=LocalRay.get, cancel=LocalRay.cancel)
+    vllm = types.ModuleType("vllm")
+    vllm.__dict__["SamplingParams"] = types.SimpleNamespace
+    stand_ins = {"ray": ray, "vllm": vllm, "openrlhf.trainer.ray": types.ModuleType("openrlhf.trainer.ray"),
+                 "openrlhf.trainer.ray.vllm_engine": engine}  # fmt: skip
+    saved = {key: sys.modules.get(key) for key in stand_ins}
+    sys.modules.update(stand_ins)  # for this import only: the module keeps them, nothing else sees them
+    try:
+        import importlib
+
+        return importlib.import_module(name)
+    finally:
+        for key, module in saved.items():
+            if module is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = module

@@ -386,14 +386,23 @@ def test_openrlhf_remote_reward_scores_each_query(farm: Farm) -> None:
     body = resp.json()
     assert body["rewards"] == [1.0, 0.0] and body["scores"] == [1.0, 0.0]
     assert body["extra_logs"]["passed"] == [3.0, 0.0] and body["extra_logs"]["total"] == [3.0, 3.0]
-    bad = requests.post(f"{farm.url}/get_reward", json={**data, "labels": ["not json", label]}, timeout=30)
+    assert body["extra_logs"]["masked"] == [0.0, 0.0]
+    # A label that is no job template masks its own sample; when no label is one, the request is 400.
+    one_bad = requests.post(
+        f"{farm.url}/get_reward", json={**data, "labels": ["not json", label]}, timeout=60
+    )
+    assert one_bad.status_code == 200 and one_bad.json()["rewards"] == [0.0, 0.0]
+    assert one_bad.json()["extra_logs"]["masked"] == [1.0, 0.0]
+    bad = requests.post(f"{farm.url}/get_reward", json={**data, "labels": ["not json"] * 2}, timeout=30)
     assert bad.status_code == 400 and "labels" in bad.json()["error"]
 
 
-# -- the farm's faults: after its own retries, the answer each client retries ------------------------
+# -- the farm's faults: after its own retries, what each client can take -----------------------------
 
 
-def test_a_fault_the_farm_could_not_heal_is_504_for_verl_and_503_for_openrlhf(farm: Farm) -> None:
+def test_a_fault_the_farm_could_not_heal_is_504_for_verl_and_a_mask_for_openrlhf(farm: Farm) -> None:
+    import math
+
     import chaos_support
 
     slow = "import time\ntime.sleep(2)\nprint(1)"
@@ -403,9 +412,12 @@ def test_a_fault_the_farm_could_not_heal_is_504_for_verl_and_503_for_openrlhf(fa
     ):  # every try dies, as by an OOM killer
         resp = requests.post(f"{farm.url}/run_code", json={"code": slow, "language": "python"}, timeout=120)
         assert resp.status_code == 504 and resp.json()["status"] == "SandboxError"
+        # The farm is up (a live node): the sample is masked, not the request failed (503 is for a
+        # farm with no live node: tests/test_batch_masking.py).
         data = {"query": [slow], "prompts": [""], "labels": [json.dumps({"env": "program"})]}
         resp = requests.post(f"{farm.url}/get_reward", json=data, timeout=120)
-        assert resp.status_code == 503 and "rewards" not in resp.json()
+        assert resp.status_code == 200 and resp.json()["rewards"] == [0.0]
+        assert math.isnan(resp.json()["scores"][0]) and resp.json()["extra_logs"]["infra_error"] == [1.0]
 
 
 # -- the native routes -----------------------------------------------------------------------------
