@@ -44,8 +44,9 @@ check: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	rm -rf $(TYPECHECK)
+	rm -rf $(TYPECHECK) build/lib
 	$(PIP) install --quiet --no-deps --no-build-isolation --no-compile --target $(TYPECHECK) .
+	rm -rf build/lib
 	$(BIN)/mypy $(TYPECHECK)/evalfarm
 
 bench: setup
