@@ -152,9 +152,9 @@ class RedisChannel(redis.Channel):
             return True
 
     def _get(self, queue: str, timeout: float | None = None) -> Any:
-        # Relies on: basic_get and kombu's polling call this with a queue's name only; it RPOPs
-        # the queue's lists in priority order and decodes the item (what a malformed one raises
-        # comes out here, the item already gone), or raises Empty.
+        # Relies on: basic_get calls this with a queue's name only; it RPOPs the queue's lists in
+        # priority order and decodes the item (a JSON error comes out here, the item already
+        # gone), or raises Empty.
         while True:
             try:
                 return super()._get(queue)
@@ -193,9 +193,9 @@ def restore_delivered(connection: Any, delivery_tag: str, client: Any) -> None:
     """Put a delivered, unacked message back on its queue, as the visibility timeout's sweep does."""
     # Relies on: restore_by_tag reads the tag's unacked record and, in one transaction under WATCH
     # on the unacked hash, drops the tag from the unacked records (through _remove_from_indices, so
-    # from its holder's set too) and pushes the envelope back on its queue's list for its priority,
-    # marked redelivered: two restorers of one tag put it back once, and a tag with no record (acked
-    # meanwhile) is only dropped from the indices.
+    # from the held set of the connection's holder too) and pushes the envelope back on its queue's
+    # list for its priority, marked redelivered: two restorers of one tag put it back once, and a
+    # tag with no record (acked meanwhile) is only dropped from the indices.
     connection.default_channel.qos.restore_by_tag(delivery_tag, client=client)
 
 
