@@ -103,7 +103,7 @@ class RedisChannel(redis.Channel):
     evalfarm_holder: str | None = None  # the node incarnation holding what this channel delivers
     # Relies on: kombu's Channel copies each name listed here from the connection's
     # transport_options onto the channel as it is made.
-    from_transport_options = (*redis.Channel.from_transport_options, "evalfarm_holder")
+    from_transport_options = (*redis.Channel.from_transport_options, "evalfarm_holder")  # type: ignore[assignment]
     _evalfarm_client: Any = None
 
     def malformed_item(self, queue: str | None, error: Exception) -> None:
@@ -165,7 +165,7 @@ class RedisChannel(redis.Channel):
 class RedisSentinelChannel(RedisChannel, redis.SentinelChannel):
     """The channel above, finding Redis's master through Sentinel (`master_name`)."""
 
-    from_transport_options = tuple(
+    from_transport_options = tuple(  # type: ignore[assignment]
         dict.fromkeys((*RedisChannel.from_transport_options, *redis.SentinelChannel.from_transport_options))
     )
 
