@@ -9,7 +9,7 @@ from kombu import Exchange, Queue
 
 from evalfarm.broker.connections import SOCKET_OPTIONS, is_sentinel, sentinel_kwargs, sentinel_tls
 from evalfarm.broker.errors import ConfigError
-from evalfarm.broker.keys import PRIORITY_STEPS, SEP
+from evalfarm.broker.keys import PRIORITY_STEPS, SEP, UNACKED_INDEX_KEY, UNACKED_KEY
 
 # The farm's tasks (defined with the producer's run, which sends them by name and so never imports
 # the tasks' modules, and with them the envs): score a chunk of jobs; merge a split job's parts.
@@ -106,8 +106,12 @@ def transport_options(settings: FarmSettings) -> dict[str, Any]:
         "visibility_timeout": settings.visibility_timeout_s,
         "unacked_restore_interval": settings.unacked_restore_interval_s,
         "unacked_restore_throttle": 1,
+        # The keys the farm reads besides kombu (audits, metrics, liveness) are named, not
+        # kombu's defaults copied (broker.keys).
         "priority_steps": PRIORITY_STEPS,
         "sep": SEP,
+        "unacked_key": UNACKED_KEY,
+        "unacked_index_key": UNACKED_INDEX_KEY,
         "queue_order_strategy": "priority",
         "health_check_interval": settings.health_check_interval_s,
         **SOCKET_OPTIONS,

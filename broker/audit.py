@@ -9,7 +9,9 @@ node); one found in neither place at two audits in a row is lost, and the batch 
 queued, and the farm is busy anyway.
 
 The search runs in Redis (one Lua script), over the unacked hash only: a few entries per pool
-process of the farm, whatever the backlog.
+process of the farm, whatever the backlog. It relies on kombu's record of an unacked message, the
+JSON of its whole envelope, holding the task id as written (`evalfarm-<hex>`, in Celery's headers):
+a reliance `broker.celery_internals` lists and `tests/test_celery_seam.py` proves.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ and revocations are not pushed: the producer waits for the outcome, and a revoke
 has stopped listening.
 
 Tasks without a reply list (sent with plain `send_task`) are stored as Celery always stores them.
+Where Celery hands a state to its backend is overridden in `broker.celery_internals`, whose
+`take_over` hook this fills.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from celery import states
-from celery.backends.redis import RedisBackend, SentinelBackend
 
+from evalfarm.broker import celery_internals
 from evalfarm.broker.keys import REPLY_PREFIX
 
 _PUSHED_STATES = frozenset({states.SUCCESS, states.FAILURE})
@@ -30,31 +32,25 @@ def reply_list_of(request: Any) -> str | None:
     return reply_to if isinstance(reply_to, str) and reply_to.startswith(REPLY_PREFIX) else None
 
 
-class ReplyBackend(RedisBackend):
+class ReplyBackend(celery_internals.RedisBackend):
     """Celery's Redis result backend, pushing outcomes to the producer's reply list when it has one."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reply_ttl_s = int(self.app.conf.get("evalfarm_reply_ttl_s", 600))
 
-    def _store_result(
-        self,
-        task_id: str,
-        result: Any,
-        state: str,
-        traceback: Any = None,
-        request: Any = None,
-        **kwargs: Any,
-    ) -> Any:
+    def take_over(self, task_id: str, result: Any, state: str, request: Any) -> bool:
+        """Push the outcome of a task with a reply list (and nothing else of it); leave any other
+        task to Celery."""
         reply_list = reply_list_of(request)
         if reply_list is None:
-            return super()._store_result(task_id, result, state, traceback, request, **kwargs)
+            return False
         if state in _PUSHED_STATES:
             # What the producer reads, no more: Celery's meta (children, dates, the traceback) is
             # for its own result objects, which our producers do not use.
             meta = {"task_id": task_id, "status": state, "result": result}
             self.ensure(self._push, (reply_list, self.encode(meta)))
-        return result
+        return True
 
     def _push(self, reply_list: str, payload: Any) -> None:
         with self.client.pipeline(transaction=False) as pipe:
@@ -63,6 +59,6 @@ class ReplyBackend(RedisBackend):
             pipe.execute()
 
 
-class SentinelReplyBackend(ReplyBackend, SentinelBackend):
+class SentinelReplyBackend(ReplyBackend, celery_internals.RedisSentinelBackend):
     """The reply backend on a master found through Redis Sentinel (`sentinel://` URLs): each new
     connection goes to the current master, so pushes follow a failover."""

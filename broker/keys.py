@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from evalfarm.broker.settings import FarmSettings
 
-# kombu's Redis transport: priority p > 0 of queue q lives in the list "q<SEP>p", p = 0 in "q";
-# delivered, unacknowledged messages in the UNACKED hash (kombu's default names).
+# kombu's Redis transport, as the farm configures it (broker.app passes these as its transport
+# options `sep`, `priority_steps`, `unacked_key` and `unacked_index_key`): priority p > 0 of queue q
+# lives in the list "q<SEP>p", p = 0 in "q", and lower numbers are served first; a delivered,
+# unacknowledged message is in the UNACKED hash (its tag -> the JSON [envelope, exchange, routing
+# key]) and scored by its delivery time in UNACKED_INDEX. That is kombu's layout, not an interface
+# it promises: broker.celery_internals lists the reliance, tests/test_celery_seam.py proves it.
 SEP = ":"
 PRIORITY_STEPS = list(range(10))
 UNACKED_KEY = "unacked"
+UNACKED_INDEX_KEY = "unacked_index"
 
 NODE_KEY_PREFIX = "evalfarm:node:"  # + holder: a live node incarnation's pool size, with a short TTL
 LANGUAGES_KEY_PREFIX = "evalfarm:languages:"  # + holder: the languages it runs, comma-separated, same TTL

@@ -370,7 +370,8 @@ class BatchRun:
 
 
 def _exception_of(meta: dict[str, Any]) -> tuple[str, str] | None:
-    """(type name, message) of a failed task's exception, as the worker serialised it."""
+    """(type name, message) of a failed task's exception, as the worker serialised it (Celery's
+    exc_type and exc_message: a reliance `broker.celery_internals` lists, proven by its tests)."""
     result = meta.get("result")
     if isinstance(result, BaseException):
         return type(result).__name__, str(result)

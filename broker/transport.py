@@ -11,144 +11,75 @@ it delivers is added to `evalfarm:held:<holder>` before kombu records it as unac
 set when it is acked, rejected or restored. When a node dies, its set names exactly the messages it
 had reserved or was running, and a live node puts them back (`workers.liveness`) within seconds,
 instead of after the visibility timeout.
+
+kombu's internals this rests on are overridden in `broker.celery_internals`, whose hooks this fills.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from kombu.transport import redis, virtual
-from kombu.utils.json import dumps
-
+from evalfarm.broker import celery_internals
 from evalfarm.broker.keys import held_key
 
 log = logging.getLogger(__name__)
 
-# What decoding or delivering a malformed item raises (JSON errors are ValueErrors).
-_MALFORMED = (ValueError, KeyError, TypeError, AttributeError, IndexError)
-
 _TABLE_TTL_S = 10.0  # how long a channel trusts an exchange's bindings without reading them again
 
 
-class QoS(redis.QoS):
+class QoS(celery_internals.RedisQoS):
     """kombu's ack emulation, also keeping the node's held set."""
 
-    def append(self, message: Any, delivery_tag: str) -> None:
-        """Record the message as unacked (kombu's index and hash) and held by this node, in one
-        transaction: a delivered message is never unacked without its holder known."""
-        delivery = message.delivery_info
+    def record_delivered(self, pipe: Any, delivery_tag: str) -> None:
+        """Held by this node, in the transaction that records the message as unacked: a delivered
+        message is never unacked without its holder known."""
         holder = self.channel.evalfarm_holder
-        with self.pipe_or_acquire() as pipe:
-            if holder:
-                pipe.sadd(held_key(holder), delivery_tag)
-            pipe.zadd(self.unacked_index_key, {delivery_tag: time.time()})
-            pipe.hset(
-                self.unacked_key,
-                delivery_tag,
-                dumps([message._raw, delivery["exchange"], delivery["routing_key"]]),
-            )
-            pipe.execute()
-        virtual.QoS.append(self, message, delivery_tag)
+        if holder:
+            pipe.sadd(held_key(holder), delivery_tag)
 
-    def restore_unacked(self, client: Any = None) -> Any:
-        """Put this channel's unacked messages back on their queues (kombu does it as a channel
-        closes), unless the channel's connection is already gone.
-
-        After a lost connection, the worker's consumer collects the connection (closing its transport)
-        and then closes it: kombu closes the default channel a second time, with no connection to
-        build a Redis client from, and the AttributeError that follows is not a connection error,
-        so Celery stopped the whole node ("Unrecoverable error"). Such a channel cannot reach Redis
-        anyway; its messages stay in the unacked hash and in the node's held set, and the node's
-        liveness gives back the ones it no longer works on (`workers.liveness`).
-        """
-        if client is None and getattr(self.channel.connection, "client", None) is None:
-            if self._delivered:
-                log.warning("%d unacked messages left for the node's liveness to give back: the channel's "
-                            "connection is gone", len(self._delivered))  # fmt: skip
-            self._delivered.clear()
-            return []
-        return super().restore_unacked(client)
-
-    def _remove_from_indices(self, delivery_tag: str, pipe: Any = None) -> Any:
-        pipe = super()._remove_from_indices(delivery_tag, pipe)
+    def record_removed(self, pipe: Any, delivery_tag: str) -> None:
+        """No longer held once acked, rejected or restored."""
         holder = self.channel.evalfarm_holder
-        return pipe.srem(held_key(holder), delivery_tag) if holder else pipe
+        if holder:
+            pipe.srem(held_key(holder), delivery_tag)
+
+    def unacked_left(self, delivery_tags: list[str]) -> None:
+        """A channel closed after its connection was lost cannot reach Redis anyway: its messages
+        stay in the unacked hash and in the node's held set, and the node's liveness gives back the
+        ones it no longer works on (`workers.liveness`)."""
+        if delivery_tags:
+            log.warning("%d unacked messages left for the node's liveness to give back: the channel's "
+                        "connection is gone", len(delivery_tags))  # fmt: skip
 
 
-class Channel(redis.Channel):
-    """A Redis channel that drops malformed queue items and keeps its node's held set."""
+class Channel(celery_internals.RedisChannel):
+    """A Redis channel that drops malformed queue items and keeps its node's held set.
+
+    kombu reads an exchange's bindings for every message it routes (a round trip each); the farm's
+    bindings are fixed by its queues, declared once, so a channel trusts them for 10 s.
+    """
 
     QoS = QoS
-    evalfarm_holder: str | None = None  # set by worker nodes only, through the transport options
-    _evalfarm_client: Any = None
-    from_transport_options = (*redis.Channel.from_transport_options, "evalfarm_holder")  # type: ignore[assignment]
+    bindings_ttl_s = _TABLE_TTL_S
 
-    @contextmanager
-    def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
-        """A Redis client for one command outside the event loop.
-
-        kombu builds a new client object for each (a fifth of a millisecond of CPU, several times
-        per message); one per channel, on the channel's pool, serves them all.
-        """
-        if client:
-            yield client
-            return
-        cached = self._evalfarm_client
-        if cached is None or cached.connection_pool is not self.pool:
-            cached = self._evalfarm_client = self._create_client()
-        yield cached
-
-    def get_table(self, exchange: str) -> Any:
-        """An exchange's bindings, read at most every 10 s.
-
-        kombu reads them for every message it publishes (a round trip each); the farm's bindings are
-        fixed by its queues, declared once.
-        """
-        tables = self.__dict__.setdefault("_evalfarm_tables", {})
-        now = time.monotonic()
-        cached = tables.get(exchange)
-        if cached is not None and now - cached[0] < _TABLE_TTL_S:
-            return cached[1]
-        table = super().get_table(exchange)
-        if table:  # none yet: the queue is about to be declared; read again next time
-            tables[exchange] = (now, table)
-        return table
-
-    def _brpop_read(self, **options: Any) -> bool:
-        try:
-            return bool(super()._brpop_read(**options))
-        except _MALFORMED as error:
-            # BRPOP already removed the item and it was never delivered: nothing to ack or restore.
-            log.error("dropped a malformed message from the queue: %s: %s", type(error).__name__, error)
-            return True
-
-    def _get(self, queue: str, timeout: float | None = None) -> Any:
-        while True:
-            try:
-                return super()._get(queue)
-            except _MALFORMED as error:
-                log.error("dropped a malformed message from %s: %s: %s", queue, type(error).__name__, error)
+    def malformed_item(self, queue: str | None, error: Exception) -> None:
+        """Log and drop it: BRPOP (or RPOP) already removed the item and it was never delivered."""
+        name = type(error).__name__
+        log.error("dropped a malformed message from %s: %s: %s", queue or "the queue", name, error)
 
 
-class Transport(redis.Transport):
+class Transport(celery_internals.RedisTransport):
     """The Redis transport with the hardened channel; selected by `broker_transport`."""
 
     Channel = Channel
 
 
-class SentinelChannel(Channel, redis.SentinelChannel):
+class SentinelChannel(Channel, celery_internals.RedisSentinelChannel):
     """The hardened channel, finding the master through Redis Sentinel (`master_name`)."""
 
-    from_transport_options = tuple(  # type: ignore[assignment]
-        dict.fromkeys((*Channel.from_transport_options, *redis.SentinelChannel.from_transport_options))
-    )
 
-
-class SentinelTransport(redis.SentinelTransport):
+class SentinelTransport(celery_internals.RedisSentinelTransport):
     """The Sentinel transport with the hardened channel: for `sentinel://` broker URLs."""
 
     Channel = SentinelChannel

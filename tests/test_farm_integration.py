@@ -148,8 +148,9 @@ def test_a_child_killed_at_start_up_is_replaced_and_one_that_failed_stops_the_no
             made.append(child)
         return made
 
-    class Pool:  # only the children the check reads
+    class Pool:  # only the children the check reads, and the farm's rule
         did_start_ok = AsynPool.did_start_ok
+        children_started = staticmethod(AsynPool.children_started)
 
     pool = Pool()
     pool._pool = children(None, None)  # type: ignore[attr-defined]

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from evalfarm.broker import celery_internals
 from evalfarm.broker.connections import decoded
 from evalfarm.broker.keys import (
     HOLDERS_KEY,
@@ -151,14 +152,12 @@ class NodeLiveness:
         """Put back the messages this node holds but has not reserved or started for two beats."""
         if self._working is None:
             return 0
-        channel = self._channel()
-        held = {
-            t.decode() if isinstance(t, bytes) else t for t in channel.client.smembers(held_key(self.holder))
-        }
+        client = self._client()
+        held = {t.decode() if isinstance(t, bytes) else t for t in client.smembers(held_key(self.holder))}
         orphans = held - self._working()  # read after `held`: a message delivered meanwhile is working
         dropped, self._suspects = orphans & self._suspects, orphans
         for tag in dropped:
-            channel.qos.restore_by_tag(tag, client=channel.client)
+            celery_internals.restore_delivered(self._connection, tag, client)
         if dropped:
             log.warning("node %s: put back %d messages it had dropped (a lost connection)", self.holder,
                         len(dropped))  # fmt: skip
@@ -167,25 +166,23 @@ class NodeLiveness:
 
     def _restore(self, holder: str) -> int:
         """Put a dead holder's messages back on their queues; forget the holder once it holds none."""
-        channel = self._channel()
-        client = channel.client
+        client = self._client()
         tags = client.smembers(held_key(holder))
         for tag in tags:
-            channel.qos.restore_by_tag(tag, client=client)  # no-op for a tag acked meanwhile
+            # kombu's restore: a no-op for a tag acked meanwhile
+            celery_internals.restore_delivered(self._connection, tag, client)
             client.srem(held_key(holder), tag)
         client.srem(HOLDERS_KEY, holder)
         if tags:
             log.warning("node %s is dead: put back the %d messages it held", holder, len(tags))
         return len(tags)
 
-    def _channel(self) -> Any:
+    def _client(self) -> Any:
+        """The Redis client of this thread's broker connection (made on first use)."""
         if self._connection is None:
             self._connection = self._app.connection_for_write()
             self._connection.ensure_connection(max_retries=1)
-        return self._connection.default_channel
-
-    def _client(self) -> Any:
-        return self._channel().client
+        return celery_internals.redis_client(self._connection)
 
     def _close(self) -> None:
         if self._connection is not None:

@@ -14,9 +14,9 @@ import os
 import socket
 import threading
 import uuid
-import warnings
 from typing import Any
 
+from evalfarm.broker import celery_internals
 from evalfarm.broker.app import make_app
 from evalfarm.broker.settings import WorkerSettings
 from evalfarm.workers.liveness import NodeLiveness
@@ -85,7 +85,7 @@ def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", q
         plan.concurrency,
         settings,
         _restored_counter(metrics_url),
-        working=_working_tags,
+        working=celery_internals.working_delivery_tags,
         metrics_url=metrics_url,
         languages=_offered_languages(),
     )
@@ -121,7 +121,7 @@ def run_node(settings: WorkerSettings, plan: NodePlan, loglevel: str = "INFO", q
         app.worker_main(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    return int(getattr(workers[0], "exitcode", 0) or 0) if workers else 0
+    return celery_internals.exit_code(workers[0]) if workers else 0
 
 
 def _warn_of_unchecked_tls(settings: WorkerSettings) -> None:
@@ -140,9 +140,7 @@ def _explain_root() -> None:
     their own, without capabilities). Messages are JSON only, never pickle, so Celery allows it."""
     if os.geteuid() != 0:
         return
-    from celery.exceptions import SecurityWarning
-
-    warnings.filterwarnings("ignore", ".*superuser privileges", SecurityWarning)
+    celery_internals.quiet_root_warning()
     log.info("running as root, for the sandbox's cgroups: programs run as each slot's own uid")
 
 
@@ -157,18 +155,6 @@ def node_config(settings: WorkerSettings) -> dict[str, Any]:
         # Task events published in a few messages a second, not one per event (workers/events.py).
         "worker_consumer": "evalfarm.workers.events:Consumer",
     }
-
-
-def _working_tags() -> set[str]:
-    """Delivery tags of the messages this node has reserved or is running (Celery's worker state)."""
-    from celery.worker import state
-
-    tags = set()
-    for request in list(state.requests.values()):
-        tag = getattr(getattr(request, "message", None), "delivery_tag", None)
-        if isinstance(tag, str):
-            tags.add(tag)
-    return tags
 
 
 def _restored_counter(metrics_url: str | None) -> Any:
@@ -187,7 +173,7 @@ def _connect_signals(
     from celery import signals
 
     def child_started(**_: Any) -> None:
-        index = _child_index()
+        index = celery_internals.pool_child_index()
         cpu = plan.cpu_of(index)
         os.sched_setaffinity(0, {cpu})
         process.open(plan.slot_of(index))
@@ -247,13 +233,6 @@ class SessionHostProcess:
                 process.wait(10)
             except Exception:  # it would not stop: it dies with the node anyway
                 process.kill()
-
-
-def _child_index() -> int:
-    """This pool child's index, stable across replacements (billiard reuses a dead child's index)."""
-    from billiard.process import current_process
-
-    return int(getattr(current_process(), "index", 0) or 0)
 
 
 def _offered_languages() -> tuple[str, ...]:

@@ -8,31 +8,29 @@ Celery also checks once, as its event loop begins, that no child has died, and s
 ("Could not start worker processes") if one has. A child killed by a signal in those first
 milliseconds (the OOM killer, an operator's kill) is a fault the maintenance mends like any later
 one, so only a child that exited on its own (its start-up failed) stops the node here.
+
+The pool's internals are overridden in `broker.celery_internals`, whose settings this fills.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from celery.concurrency import asynpool, prefork
+from evalfarm.broker import celery_internals
 
 MAINTAIN_EVERY_S = 1.0
 
 
-class AsynPool(asynpool.AsynPool):
+class AsynPool(celery_internals.AsynPool):
     """The event-loop prefork pool with a shorter maintenance period."""
 
-    @property
-    def timers(self) -> dict[Any, float]:
-        """Timers the event loop runs: pool maintenance (reaping and replacing children)."""
-        return {self.maintain_pool: MAINTAIN_EVERY_S}
+    maintain_every_s = MAINTAIN_EVERY_S
 
-    def did_start_ok(self) -> bool:
+    @staticmethod
+    def children_started(exit_codes: list[int | None]) -> bool:
         """False only if a child exited on its own at start-up; one killed by a signal is replaced."""
-        return not any(w.exitcode is not None and w.exitcode >= 0 for w in self._pool)
+        return not any(code is not None and code >= 0 for code in exit_codes)
 
 
-class TaskPool(prefork.TaskPool):
+class TaskPool(celery_internals.TaskPool):
     """Celery's prefork task pool on `AsynPool`; selected by the worker_pool setting."""
 
     Pool = AsynPool
