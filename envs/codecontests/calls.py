@@ -26,6 +26,7 @@ from evalfarm.sandbox.bridge import parse_reply
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.result import RunResult
 from evalfarm.sandbox.status import Status
+from evalfarm.sandbox.values import Unencodable
 
 # LiveCodeBench's preamble for functional tests (lcb_runner/evaluation/testing_util.py).
 _MODULES = "string re datetime collections heapq bisect copy math random statistics itertools functools"
@@ -85,7 +86,11 @@ class CallTests:
             why = f"the test's arguments are not JSON: {bad}"
             return Status.JUDGE_ERROR, why, RunResult(Status.JUDGE_ERROR)
         spec = CallSpec(ENTRY, arguments, {}, MAX_VALUE_BYTES)
-        r = sandbox.run(PREAMBLE + code + self._suffix, limits=limits, call=spec)
+        try:
+            r = sandbox.run(PREAMBLE + code + self._suffix, limits=limits, call=spec)
+        except Unencodable as bad:  # the problem's test, not the program: no verdict
+            why = f"the test's arguments cannot cross as data: {bad}"
+            return Status.JUDGE_ERROR, why, RunResult(Status.JUDGE_ERROR)
         status, error = r.status, r.error
         if status is Status.OK:
             reply = parse_reply(r.reply, json_compatible=True)
