@@ -61,9 +61,12 @@ ENVS: Mapping[str, EnvEntry] = {
             id="humaneval",
             scorer="evalfarm.envs.humaneval:HumanEvalEnv",
             # 2: the test runs in a judge process of its own, calls cross as data; 3: exceptions cross
-            # as types the judge makes, values only as deep as they can go back
+            # as types the judge makes, values only as deep as they can go back, a judge failing after
+            # its first call is the candidate's unless it fails on the canonical solution too
             version="3",
-            fields=frozenset({"prompt", "completion", "test", "entry_point", "trajectory"}),
+            fields=frozenset(
+                {"prompt", "completion", "test", "entry_point", "trajectory", "canonical_solution"}
+            ),
             answer="completion",
             columns=("prompt", "test", "entry_point"),
             cost_s=0.008,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import struct
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from evalfarm.sandbox import raised, values
@@ -165,12 +166,24 @@ def describe(error: BaseException) -> str:
 
 
 class Candidate:
-    """The judge's connection to the candidate's process; `function(name)` is a callable proxy."""
+    """The judge's connection to the candidate's process; `function(name)` is a callable proxy.
 
-    def __init__(self, requests_fd: int, replies_fd: int, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
+    `on_first_call` runs once, before the first request leaves: from then on what the judge does
+    may depend on the candidate's replies, so a judge that fails after it is not shown faulty by
+    that failure alone (`sandbox.verdict.classify_judged`).
+    """
+
+    def __init__(
+        self,
+        requests_fd: int,
+        replies_fd: int,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+        on_first_call: Callable[[], None] | None = None,
+    ) -> None:
         self.requests_fd = requests_fd
         self.replies_fd = replies_fd
         self.max_reply_bytes = max_reply_bytes
+        self.on_first_call = on_first_call
         self.gone = False  # set for good the first time the candidate fails to answer
         self.calls = 0
         self.failures: list[str] = []  # what went wrong with replies (not encodable, malformed, ...)
@@ -193,6 +206,8 @@ class Candidate:
             request = values.encode(["call", name, list(args), kwargs], max_depth=REQUEST_DEPTH)
         except values.Unencodable as error:
             raise JudgeError(f"the test passed an argument that cannot cross as data: {error}") from None
+        if not self.calls and self.on_first_call is not None:
+            self.on_first_call()
         self.calls += 1
         reply = self._exchange(request)
         try:

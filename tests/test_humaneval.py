@@ -197,3 +197,30 @@ def test_a_fake_unicode_error_no_longer_kills_the_judge(ctx: Context) -> None:
     )
     result = score_job(task(CASES + ITERATING_TESTS[0].removeprefix(CASES), completion), ctx)
     assert (result["status"], result["reward"]) == ("runtime_error", 0.0), result
+
+
+# A test that fails as a judge (it passes an argument that cannot cross) after calling the candidate;
+# and one whose judge crashes only on a wrong value.
+ALWAYS_FAILS = "def check(candidate):\n    candidate(1)\n    candidate(lambda: 0)\n"
+CRASHES_ON_WRONG = (
+    "import ctypes\ndef check(candidate):\n    if candidate(1) != 2:\n        ctypes.string_at(0)\n"
+)
+
+
+@pytest.mark.sandbox
+def test_a_judge_failing_after_its_calls_is_judge_error_only_if_it_fails_on_the_reference(
+    ctx: Context,
+) -> None:
+    wrong, right = "    return 0\n", "    return 2 * x\n"
+    result = score_job(task(ALWAYS_FAILS, wrong), ctx)
+    assert (result["status"], result["reward"], result.get("judge")) == ("runtime_error", 0.0, None)
+    result = score_job(task(ALWAYS_FAILS, wrong, canonical_solution=right), ctx)
+    assert (result["status"], result["reward"]) == ("judge_error", None), result
+    assert result["judge"] == {"replayed": True, "reference": "judge_error"}
+    result = score_job(task(CRASHES_ON_WRONG, wrong, canonical_solution=right), ctx)
+    assert (result["status"], result["reward"]) == ("runtime_error", 0.0), result
+    assert result["judge"] == {"replayed": True, "reference": "accepted"}
+    assert "SIGSEGV" in result["error"]
+    before = "undefined\ndef check(candidate):\n    candidate(1)\n"  # fails before any call: no replay
+    result = score_job(task(before, wrong, canonical_solution=right), ctx)
+    assert (result["status"], result.get("judge")) == ("judge_error", None)

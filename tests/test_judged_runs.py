@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from evalfarm.sandbox import JudgeSpec, Limits, Sandbox, Status, bridge, values
+from evalfarm.sandbox import JudgeSpec, Limits, Sandbox, Status, bridge, values, verdict
 
 pytestmark = pytest.mark.sandbox
 
@@ -157,6 +157,21 @@ def test_the_judges_own_failures_are_judge_errors(sandbox: Sandbox) -> None:
     assert run.status is Status.JUDGE_ERROR and "cannot cross as data" in (run.error or "")
 
 
+@pytest.mark.parametrize(
+    "failure",
+    ["import ctypes\nctypes.string_at(0)\n", "raise NameError('x')\n", "pass\n", "import os\nos._exit(3)\n"],
+    ids=["sigsegv", "raises", "no-verdict", "exits"],
+)
+def test_a_judge_that_fails_once_it_called_the_candidate_is_not_shown_faulty(
+    sandbox: Sandbox, failure: str
+) -> None:
+    before = sandbox.run_judged("def f(): pass\n", JudgeSpec(failure))
+    assert before.status is Status.JUDGE_ERROR, before.error
+    after = sandbox.run_judged("def f(): pass\n", JudgeSpec("candidate.function('f')()\n" + failure))
+    assert after.status is Status.RUNTIME_ERROR and verdict.judge_failed_after_calls(after.error), after.error
+    assert not verdict.judge_failed_after_calls(before.error)
+
+
 def test_a_candidate_that_loops_is_a_timeout_and_the_judge_is_ended_too(sandbox: Sandbox) -> None:
     run = sandbox.run_judged(
         "def f():\n    while True: pass\n", JudgeSpec(PROBE, b"[]"), Limits(wall_s=1, cpu_s=5)
@@ -261,7 +276,7 @@ def test_nothing_a_judge_does_to_its_process_reaches_the_next_jobs_judge(sandbox
     assert sandbox.run_judged("def f(): pass\n", JudgeSpec(poison)).status is Status.OK
     honest = "f = candidate.function('f')\nassert f() == 1\nreport({'status': 'ok'})\n"
     run = sandbox.run_judged("def f():\n    return 2\n", JudgeSpec(honest))
-    assert run.status is Status.JUDGE_ERROR and "AssertionError" in (run.error or "")
+    assert run.status is Status.RUNTIME_ERROR and "AssertionError" in (run.error or "")
 
 
 def test_what_a_judge_changes_of_its_process_is_gone_for_the_next(sandbox: Sandbox) -> None:
