@@ -74,8 +74,8 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="codecontests",
             scorer="evalfarm.envs.codecontests:CodeContestsEnv",
-            # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages; 5: values
-            # cross as the bridge carries them (values.MAX_DEPTH, plain dtypes)
+            # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages; 5: fn_name is
+            # looked up among the program's own names, values cross as the bridge carries them
             version="5",
             fields=frozenset(
                 (
