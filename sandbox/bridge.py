@@ -154,7 +154,9 @@ def describe(error: BaseException) -> str:
     """`Type: message` of an exception, whatever its message does (a judge reporting a candidate's
     exception must not fail on it: an int too long to print, a message that raises); a candidate's
     exception by the name of its own type."""
-    name = error.type_name if isinstance(error, CandidateRaised | CandidateExit) else type(error).__name__
+    name = type(error).__name__
+    if isinstance(error, CandidateRaised | CandidateExit):
+        name = str(getattr(error, "type_name", name))
     try:
         message = str(error)
     except BaseException:  # the message is the candidate's
@@ -217,9 +219,8 @@ class Candidate:
         if kind == "return" and len(rest) == 1:
             return rest[0]
         if kind == "raise" and len(rest) == 3:
-            error = raised.rebuild(*rest)
-            self.raised.append(error)
-            raise error
+            self.raised.append(raised.rebuild(*rest))
+            raise self.raised[-1]
         if kind == "bad" and len(rest) == 1:
             raise self._failure(f"its return value {rest[0]}"[:MAX_MESSAGE_CHARS])
         raise self._failure("a malformed reply")

@@ -109,7 +109,6 @@ def rebuild(name: object, message: object, base: object) -> BaseException:
     return kind(text, shown or (base if type(base) is str and base in _BUILTIN else "BaseException"))
 
 
-@functools.cache
 def _safe_type(base: str) -> type[BaseException]:
     """The type the judge raises for a candidate's exception deriving from builtin `base`."""
     kind = _BUILTIN.get(base)
@@ -117,7 +116,14 @@ def _safe_type(base: str) -> type[BaseException]:
         return CandidateExit
     if kind is Exception or base in _ENDS_ITERATION or issubclass(kind, BaseExceptionGroup):
         return CandidateRaised
-    # Its own __init__, __str__ and __repr__ come before the builtin's: only the message is kept.
+    return _made(base)
+
+
+@functools.cache  # called with the names of builtins only: a forged name never grows it
+def _made(base: str) -> type[BaseException]:
+    """A subclass of builtin `base` whose own __init__, __str__ and __repr__ come before the
+    builtin's: it keeps the message and nothing else."""
+    kind = _BUILTIN[base]
     methods = {key: vars(_Shown)[key] for key in ("__init__", "__str__", "__repr__")}
     try:
         made = type(kind.__name__, (kind, CandidateRaised), {**methods, "__module__": __name__})
