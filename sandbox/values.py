@@ -36,7 +36,6 @@ import base64
 import decimal
 import fractions
 import functools
-import itertools
 import json
 import re
 from collections.abc import Callable
@@ -268,27 +267,26 @@ class _Depths:
         return value
 
     def of(self, value: Any) -> int:
-        """The depth of `value` (a scalar: 0; a container of scalars: 1); DecodeError past the cap."""
-        deepest = 0
-        stack = [(value, 0)]
-        while stack:
-            item, above = stack.pop()
-            kind = type(item)
-            if kind is dict:
-                children: Any = itertools.chain(dict.keys(item), dict.values(item))
-            elif kind in (list, tuple, set, frozenset):
-                children = item
-            else:
-                noted = self.noted.get(id(item))
-                deepest = max(deepest, above + (noted[1] if noted else 0))
-                continue
-            level = above + 1
-            if level > self.cap:
+        """The depth of `value` (a scalar: 0; a container of scalars: 1); DecodeError past the cap.
+        Walked a level at a time, keeping only the items that nest (most items are scalars)."""
+        nesting, deepest, above, level = self.nesting, 0, 0, [value]
+        while level:
+            below: list[Any] = []
+            for item in level:
+                kind = type(item)
+                if kind is dict:
+                    below += [key for key in item if type(key) in nesting]
+                    below += [each for each in dict.values(item) if type(each) in nesting]
+                elif kind is list or kind is tuple or kind is set or kind is frozenset:
+                    below += [each for each in item if type(each) in nesting]
+                else:  # a scalar (the top value only), or an iterator or array noted as it was built
+                    noted = self.noted.get(id(item))
+                    deepest = max(deepest, above + (noted[1] if noted else 0))
+                    continue
+                deepest = max(deepest, above + 1)
+            if deepest > self.cap:
                 raise DecodeError(_TOO_DEEP)
-            deepest = max(deepest, level)
-            stack.extend((child, level) for child in children if type(child) in self.nesting)
-        if deepest > self.cap:
-            raise DecodeError(_TOO_DEEP)
+            above, level = above + 1, below
         return deepest
 
 
