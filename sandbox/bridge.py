@@ -102,15 +102,17 @@ def serve(namespace: dict[str, Any], requests_fd: int, replies_fd: int, max_requ
             return
         if request is None:
             return
+        reply = answer(namespace, request, print_exceptions=True)
+        _flush_output()
         try:
-            write_frame(replies_fd, answer(namespace, request, print_exceptions=True))
+            write_frame(replies_fd, reply)
         except OSError:
             return
-        _flush_output()
 
 
 def _flush_output() -> None:
-    """What the call printed, out before the run may be ended."""
+    """What the call printed, out before its reply: once the judge has the reply it may finish, and
+    the run is ended."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
