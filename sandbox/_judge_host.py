@@ -142,11 +142,15 @@ def _judge(request: dict[str, Any], job: dict[str, int]) -> bool:
     def report(record: dict[str, Any]) -> None:
         os.write(report_fd, json.dumps(record).encode() + b"\n")
 
+    # From its first call on, the judge's failures may be the candidate's doing: the record says so.
+    candidate = bridge.Candidate(
+        job["requests"], job["replies"], header["max_reply_bytes"], lambda: report({"called": True})
+    )
     namespace = {
         "__name__": "__judge__",
         "__builtins__": builtins,
         "JUDGE_DATA": data,
-        "candidate": bridge.Candidate(job["requests"], job["replies"], header["max_reply_bytes"]),
+        "candidate": candidate,
         "report": report,
     }
     report({"started": True})

@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from evalfarm.sandbox import _payload, languages, values, verdict
+from evalfarm.sandbox import _payload, bridge, languages, values, verdict
 from evalfarm.sandbox._runner import ATTACHED_FD
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.result import RunResult
@@ -179,7 +179,8 @@ def program(
     request: dict[str, Any] = {"kind": "run", "limits": limits.to_dict(), "mode": "program"}
     if call is not None:
         request.update(mode="call", reply_bytes=call.max_value_bytes + 64)
-        blobs.append(values.encode(["call", call.func_name, list(call.args), dict(call.kwargs)]))
+        frame = ["call", call.func_name, list(call.args), dict(call.kwargs)]
+        blobs.append(values.encode(frame, max_depth=bridge.REQUEST_DEPTH))
     if files:
         header["files"] = True
         blobs.append(json.dumps(files).encode())

@@ -8,23 +8,28 @@ functions. Whatever the candidate does to its own process, the judge receives pl
 failure; it never receives an object, a frame or a byte of code.
 
 Frames: a 4-byte big-endian length, then that many bytes. Requests: `["call", name, args, kwargs]`;
-replies: `["return", value]`, `["raise", exception type name, message, its args or null]` or
-`["bad", why]` (the value could not be encoded).
+replies: `["return", value]`, `["raise", exception type name, message, the builtin type it derives
+from]` (`sandbox.raised`: the judge raises an exception it makes from these strings, never the
+candidate's object nor its arguments) or `["bad", why]` (the value could not be encoded). A value
+nests at most `values.MAX_DEPTH` deep whichever way it goes, so whatever the judge received it can
+pass back: a frame's own levels are counted apart (`REPLY_DEPTH`, `REQUEST_DEPTH`).
 """
 
 from __future__ import annotations
 
-import builtins
 import os
 import struct
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from evalfarm.sandbox import values
+from evalfarm.sandbox import raised, values
 
 _LENGTH = struct.Struct(">I")
 MAX_REPLY_BYTES = 1 << 20  # one encoded return value, by default
-MAX_MESSAGE_CHARS = 2000  # of a raised exception's message
+MAX_MESSAGE_CHARS = raised.MAX_MESSAGE_CHARS  # of a raised exception's message
+REPLY_DEPTH = values.MAX_DEPTH + 1  # ["return", value]
+REQUEST_DEPTH = values.MAX_DEPTH + 2  # ["call", name, [value, ...], {name: value}]
 
 
 class CandidateGone(BaseException):
@@ -36,6 +41,11 @@ class CandidateGone(BaseException):
 
 class CandidateError(Exception):
     """The candidate's reply could not be used: too large, malformed, or not encodable."""
+
+
+# The candidate's own exceptions, as the judge raises them (see sandbox.raised).
+CandidateRaised = raised.CandidateRaised
+CandidateExit = raised.CandidateExit
 
 
 class JudgeError(BaseException):
@@ -92,15 +102,17 @@ def serve(namespace: dict[str, Any], requests_fd: int, replies_fd: int, max_requ
             return
         if request is None:
             return
+        reply = answer(namespace, request, print_exceptions=True)
+        _flush_output()
         try:
-            write_frame(replies_fd, answer(namespace, request, print_exceptions=True))
+            write_frame(replies_fd, reply)
         except OSError:
             return
-        _flush_output()
 
 
 def _flush_output() -> None:
-    """What the call printed, out before the run may be ended."""
+    """What the call printed, out before its reply: once the judge has the reply it may finish, and
+    the run is ended."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -111,20 +123,21 @@ def _flush_output() -> None:
 def answer(namespace: dict[str, Any], request: bytes, print_exceptions: bool = False) -> bytes:
     """The encoded reply to one encoded request (`print_exceptions`: a raise's traceback on stderr)."""
     try:
-        _, name, args, kwargs = values.decode(request)
+        _, name, args, kwargs = values.decode(request, max_depth=REQUEST_DEPTH)
+        function = namespace.get(name)
     except (values.DecodeError, ValueError, TypeError) as error:
         return values.encode(["bad", f"a malformed request: {error}"])
-    function = namespace.get(name)
     if not callable(function):
-        return values.encode(["raise", "NameError", f"name {name!r} is not defined as a function", None])
+        message = f"name {name!r} is not defined as a function"
+        return values.encode(["raise", "NameError", message, "NameError"])
     try:
         value = function(*args, **kwargs)
     except BaseException as error:
         if print_exceptions:
             _print_traceback(error)
-        return values.encode(["raise", type(error).__name__, _message(error), _arguments(error)])
+        return values.encode(["raise", *raised.crossing(error)])
     try:
-        return values.encode(["return", value])
+        return values.encode(["return", value], max_depth=REPLY_DEPTH)
     except values.Unencodable as error:
         return values.encode(["bad", str(error)])
 
@@ -141,8 +154,11 @@ def _print_traceback(error: BaseException) -> None:
 
 def describe(error: BaseException) -> str:
     """`Type: message` of an exception, whatever its message does (a judge reporting a candidate's
-    exception must not fail on it: an int too long to print, a message that raises)."""
+    exception must not fail on it: an int too long to print, a message that raises); a candidate's
+    exception by the name of its own type."""
     name = type(error).__name__
+    if isinstance(error, CandidateRaised | CandidateExit):
+        name = str(getattr(error, "type_name", name))
     try:
         message = str(error)
     except BaseException:  # the message is the candidate's
@@ -150,37 +166,32 @@ def describe(error: BaseException) -> str:
     return f"{name}: {message}"[:MAX_MESSAGE_CHARS] if message else name
 
 
-def _arguments(error: BaseException) -> list[Any] | None:
-    """The exception's arguments, when they are plain values (so the judge's copy reads the same)."""
-    try:
-        arguments = list(error.args)
-        values.encode(arguments)
-        return arguments
-    except BaseException:
-        return None
-
-
-def _message(error: BaseException) -> str:
-    try:
-        return str(error)[:MAX_MESSAGE_CHARS]
-    except BaseException:
-        return ""
-
-
 # -- the judge's side -----------------------------------------------------------------------------
 
 
 class Candidate:
-    """The judge's connection to the candidate's process; `function(name)` is a callable proxy."""
+    """The judge's connection to the candidate's process; `function(name)` is a callable proxy.
 
-    def __init__(self, requests_fd: int, replies_fd: int, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
+    `on_first_call` runs once, before the first request leaves: from then on what the judge does
+    may depend on the candidate's replies, so a judge that fails after it is not shown faulty by
+    that failure alone (`sandbox.verdict.classify_judged`).
+    """
+
+    def __init__(
+        self,
+        requests_fd: int,
+        replies_fd: int,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+        on_first_call: Callable[[], None] | None = None,
+    ) -> None:
         self.requests_fd = requests_fd
         self.replies_fd = replies_fd
         self.max_reply_bytes = max_reply_bytes
+        self.on_first_call = on_first_call
         self.gone = False  # set for good the first time the candidate fails to answer
         self.calls = 0
         self.failures: list[str] = []  # what went wrong with replies (not encodable, malformed, ...)
-        self.raised: list[BaseException] = []  # exceptions re-raised on the candidate's behalf
+        self.raised: list[BaseException] = []  # the candidate's exceptions, as raised here
 
     def function(self, name: str) -> Any:
         """A callable that calls the candidate's `name` with the same arguments."""
@@ -196,19 +207,22 @@ class Candidate:
         if self.gone:
             raise CandidateGone("the program is no longer running")
         try:
-            request = values.encode(["call", name, list(args), kwargs])
+            request = values.encode(["call", name, list(args), kwargs], max_depth=REQUEST_DEPTH)
         except values.Unencodable as error:
             raise JudgeError(f"the test passed an argument that cannot cross as data: {error}") from None
+        if not self.calls and self.on_first_call is not None:
+            self.on_first_call()
         self.calls += 1
         reply = self._exchange(request)
         try:
-            kind, *rest = values.decode(reply)
+            kind, *rest = values.decode(reply, max_depth=REPLY_DEPTH)
         except (values.DecodeError, ValueError) as error:
             raise self._failure(f"a malformed reply ({error})") from None
         if kind == "return" and len(rest) == 1:
             return rest[0]
-        if kind == "raise" and len(rest) == 3 and type(rest[0]) is str and type(rest[1]) is str:
-            raise self._raised(*rest)
+        if kind == "raise" and len(rest) == 3:
+            self.raised.append(raised.rebuild(*rest))
+            raise self.raised[-1]
         if kind == "bad" and len(rest) == 1:
             raise self._failure(f"its return value {rest[0]}"[:MAX_MESSAGE_CHARS])
         raise self._failure("a malformed reply")
@@ -230,21 +244,6 @@ class Candidate:
     def _failure(self, why: str) -> CandidateError:
         self.failures.append(why)
         return CandidateError(why)
-
-    def _raised(self, name: str, message: str, arguments: Any) -> BaseException:
-        """The candidate's exception as one of the same builtin type (with the same arguments, when
-        they crossed), or a CandidateError."""
-        kind = getattr(builtins, name, None)
-        error: BaseException
-        if isinstance(kind, type) and issubclass(kind, BaseException):
-            try:
-                error = kind(*arguments) if type(arguments) is list else kind(message)
-            except Exception:
-                error = CandidateError(f"{name}: {message}")
-        else:
-            error = CandidateError(f"{name}: {message}")
-        self.raised.append(error)
-        return error
 
 
 # -- a reply read outside the sandbox ---------------------------------------------------------------
@@ -273,7 +272,7 @@ def parse_reply(data: bytes | None, json_compatible: bool = False) -> Reply:
         body = data[_LENGTH.size :]
         if size != len(body):
             return Reply(error="the returned value did not come back whole")
-        kind, *rest = values.decode(body, json_compatible=json_compatible)
+        kind, *rest = values.decode(body, json_compatible=json_compatible, max_depth=REPLY_DEPTH)
     except (struct.error, ValueError, TypeError) as error:
         return Reply(error=f"the returned value cannot cross as data ({error})"[:MAX_MESSAGE_CHARS])
     if kind == "return" and len(rest) == 1:

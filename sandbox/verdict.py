@@ -23,6 +23,7 @@ from evalfarm.sandbox.status import Status
 SETUP_FAILED_EXIT = 120  # a sandbox process that could not put up its walls exits with this
 KILLED_OUTSIDE = "killed by SIGKILL from outside the sandbox (not by a limit of the run)"
 SETUP_FAILED = "sandbox setup failed"
+JUDGE_FAILED_AFTER_CALLS = "the judge failed once the program's values had reached it"
 COMPILER_MESSAGE_BYTES = 16 << 10  # of the compiler's messages, what a failed compile's result keeps
 
 
@@ -77,8 +78,12 @@ def classify_judged(
 
     The judge's report decides only once every fact about the candidate is clean: the candidate
     was still running, serving calls, when the judge finished (it never ends on its own), and no
-    limit of the run was hit. A judge that fails on its own is `judge_error`, unless its failure is
-    one the candidate's values can cause (its time or memory), which is the candidate's.
+    limit of the run was hit. A judge's failure (a crash, a signal, no verdict, its own
+    `judge_error`) is `judge_error` only when it is shown faulty without the candidate: it failed
+    before its first call to the candidate. Once it called, what it did may depend on the
+    candidate's replies, so its failure is the candidate's `runtime_error` (its error starts with
+    JUDGE_FAILED_AFTER_CALLS; an env with a reference answer may replay the judge on it). Its time
+    and memory spent on the candidate's values are the candidate's `timeout` and `memory_limit`.
     """
     early = (
         _setup_failure(candidate)
@@ -94,7 +99,20 @@ def classify_judged(
         if status is Status.OK:
             return Status.RUNTIME_ERROR, "the program exited before the test finished"
         return status, error
-    return _judge_end(judge, limits) or _judge_said(judge_report)
+    return _after_calls(_judge_end(judge, limits) or _judge_said(judge_report), judge)
+
+
+def _after_calls(verdict: Verdict, judge: Observed) -> Verdict:
+    """A judge's failure is the candidate's once the judge had called it (its report says so)."""
+    status, error = verdict
+    if status is Status.JUDGE_ERROR and judge.report.get("called"):
+        return Status.RUNTIME_ERROR, f"{JUDGE_FAILED_AFTER_CALLS}: {error}"
+    return verdict
+
+
+def judge_failed_after_calls(error: str | None) -> bool:
+    """Whether a judged run's error is a judge's failure charged to the candidate (see above)."""
+    return error is not None and error.startswith(JUDGE_FAILED_AFTER_CALLS)
 
 
 def _setup_failure(run: Observed) -> Verdict | None:

@@ -9,6 +9,10 @@ import pytest
 from evalfarm.envs.base import Context
 from evalfarm.envs.scoring import score_job
 
+DEEP: Any = 0
+for _ in range(101):
+    DEEP = [DEEP]
+
 
 def call(ctx: Context, code: str, func_name: str = "f", **fields: Any) -> dict[str, Any]:
     return score_job({"id": "c", "env": "call", "code": code, "func_name": func_name, **fields}, ctx)
@@ -27,6 +31,9 @@ def call(ctx: Context, code: str, func_name: str = "f", **fields: Any) -> dict[s
         ({"max_value_bytes": 1 << 30}, "max_value_bytes: Input should be less than or equal to"),
         ({"code": "x" * (300 << 10)}, "code: String should have at most"),
         ({"limits": {"wall_s": -1}}, "limits.wall_s: must be in"),
+        # Before, an argument nested past what the bridge carries failed the worker: infra_error.
+        ({"args": [DEEP]}, "job: args and kwargs cannot cross as data: the value is nested more than"),
+        ({"kwargs": {"a": DEEP}}, "job: args and kwargs cannot cross as data"),
     ],
 )
 def test_bad_jobs_are_invalid(fields: dict[str, Any], message: str) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from evalfarm.sandbox import JudgeSpec, Limits, Sandbox, Status, bridge, values
+from evalfarm.sandbox import JudgeSpec, Limits, Sandbox, Status, bridge, values, verdict
 
 pytestmark = pytest.mark.sandbox
 
@@ -45,11 +45,95 @@ def test_a_value_arrives_as_the_plain_value_it_is(sandbox: Sandbox) -> None:
     assert status is Status.RUNTIME_ERROR and "type E is not a plain value" in report["error"]
 
 
-def test_the_candidates_exception_is_raised_in_the_judge_as_its_builtin_type(sandbox: Sandbox) -> None:
-    status, report = probe(sandbox, "def f():\n    raise KeyError('k')\n")
-    assert (status, report["error"]) == (Status.RUNTIME_ERROR, "KeyError: 'k'")
-    status, report = probe(sandbox, "class Mine(Exception): pass\ndef f():\n    raise Mine('x')\n")
-    assert (status, report["error"]) == (Status.RUNTIME_ERROR, "CandidateError: Mine: x")
+# A judge that reports what the test sees of the exception its call raised.
+CATCH = """
+from evalfarm.sandbox.bridge import describe
+try:
+    candidate.function("f")()
+    report({"status": "ok", "raised": None})
+except BaseException as error:
+    report({"status": "ok", "type": type(error).__name__, "str": str(error), "args": list(error.args),
+            "described": describe(error),
+            "caught_as": [kind.__name__ for kind in KINDS if isinstance(error, kind)],
+            "builtin": type(error) is getattr(__builtins__, type(error).__name__, None)})
+"""
+KINDS = "(Exception, ValueError, KeyError, LookupError, OSError, UnicodeError, StopIteration, SystemExit)"
+
+
+def caught(sandbox: Sandbox, code: str) -> dict:
+    run = sandbox.run_judged(code, JudgeSpec(f"KINDS = {KINDS}\n" + CATCH))
+    assert run.status is Status.OK, run.error
+    return run.judge or {}
+
+
+def test_the_candidates_exception_is_raised_in_the_judge_as_a_type_of_the_judges_own(
+    sandbox: Sandbox,
+) -> None:
+    seen = caught(sandbox, "def f():\n    raise KeyError('k')\n")
+    assert (seen["type"], seen["str"], seen["args"], seen["described"]) == (
+        "KeyError",
+        "'k'",
+        ["'k'"],
+        "KeyError: 'k'",
+    )
+    assert seen["caught_as"] == ["Exception", "KeyError", "LookupError"] and not seen["builtin"]
+    seen = caught(sandbox, "class Mine(ValueError): pass\ndef f():\n    raise Mine('x')\n")
+    assert (seen["caught_as"], seen["str"], seen["described"]) == (
+        ["Exception", "ValueError"],
+        "x",
+        "Mine: x",
+    )
+    seen = caught(sandbox, "class Mine(Exception): pass\ndef f():\n    raise Mine('x')\n")
+    assert (seen["type"], seen["caught_as"], seen["described"]) == (
+        "CandidateRaised",
+        ["Exception"],
+        "Mine: x",
+    )
+    seen = caught(sandbox, "def f():\n    raise OSError(2, 'gone', 'file')\n")
+    assert (seen["caught_as"], seen["str"]) == (["Exception", "OSError"], "[Errno 2] gone: 'file'")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # Its own class named as the builtin: before, the judge built the builtin from these arguments,
+        # and CPython 3.11's str() of it read far outside the object (SIGSEGV: judge_error).
+        "class UnicodeDecodeError(Exception):\n    pass\n"
+        "def f():\n    raise UnicodeDecodeError('utf-8', b'x', -10**9, -10**9 + 1, 'bad')\n",
+        "def f():\n    raise UnicodeEncodeError('utf-8', 'x', -10**9, -10**9 + 1, 'bad')\n",
+        "class OSError(Exception):\n    pass\ndef f():\n    raise OSError(-1, 'x' * 10**6, 10**5000)\n",
+        "class E(Exception):\n    def __str__(self):\n        return str(self)\ndef f():\n    raise E()\n",
+        "class E(Exception):\n    def __str__(self):\n        return 'x' * 10**5\n"
+        "def f():\n    raise E([[[]]] * 10**6)\n",
+    ],
+    ids=["fake-unicode-decode", "unicode-encode-out-of-range", "fake-oserror", "recursive-str", "huge-str"],
+)
+def test_an_exception_with_hostile_arguments_crosses_as_its_name_and_message(
+    sandbox: Sandbox, code: str
+) -> None:
+    seen = caught(sandbox, code)
+    assert "Exception" in seen["caught_as"] and len(seen["str"]) <= bridge.MAX_MESSAGE_CHARS
+    assert not seen["builtin"] and len(seen["args"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("raised", "kind", "exception"),
+    [
+        ("StopIteration", "CandidateRaised", True),
+        ("StopAsyncIteration", "CandidateRaised", True),
+        ("GeneratorExit", "CandidateExit", False),
+        ("SystemExit(0)", "CandidateExit", False),
+        ("KeyboardInterrupt", "CandidateExit", False),
+        ("BaseException", "CandidateExit", False),
+    ],
+)
+def test_what_ends_an_iteration_or_a_program_never_arrives_as_itself(
+    sandbox: Sandbox, raised: str, kind: str, exception: bool
+) -> None:
+    seen = caught(sandbox, f"def f():\n    raise {raised}\n")
+    assert (seen["type"], "Exception" in seen["caught_as"]) == (kind, exception)
+    assert seen["described"].startswith(raised.partition("(")[0])
+    assert "StopIteration" not in seen["caught_as"] and "SystemExit" not in seen["caught_as"]
 
 
 def test_a_candidate_that_ends_during_the_test_fails_whatever_the_judge_says(sandbox: Sandbox) -> None:
@@ -71,6 +155,21 @@ def test_the_judges_own_failures_are_judge_errors(sandbox: Sandbox) -> None:
     unsendable = JudgeSpec("candidate.function('f')(lambda: 1)\n")
     run = sandbox.run_judged("def f(x): pass\n", unsendable)
     assert run.status is Status.JUDGE_ERROR and "cannot cross as data" in (run.error or "")
+
+
+@pytest.mark.parametrize(
+    "failure",
+    ["import ctypes\nctypes.string_at(0)\n", "raise NameError('x')\n", "pass\n", "import os\nos._exit(3)\n"],
+    ids=["sigsegv", "raises", "no-verdict", "exits"],
+)
+def test_a_judge_that_fails_once_it_called_the_candidate_is_not_shown_faulty(
+    sandbox: Sandbox, failure: str
+) -> None:
+    before = sandbox.run_judged("def f(): pass\n", JudgeSpec(failure))
+    assert before.status is Status.JUDGE_ERROR, before.error
+    after = sandbox.run_judged("def f(): pass\n", JudgeSpec("candidate.function('f')()\n" + failure))
+    assert after.status is Status.RUNTIME_ERROR and verdict.judge_failed_after_calls(after.error), after.error
+    assert not verdict.judge_failed_after_calls(before.error)
 
 
 def test_a_candidate_that_loops_is_a_timeout_and_the_judge_is_ended_too(sandbox: Sandbox) -> None:
@@ -125,8 +224,9 @@ def test_the_bridge_over_plain_pipes() -> None:
     server.start()
     candidate = bridge.Candidate(requests[1], replies[0])
     assert candidate.function("double")((1, 2)) == (1, 2, 1, 2)
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(ZeroDivisionError) as error:
         candidate.function("fail")()
+    assert type(error.value) is not ZeroDivisionError and str(error.value) == "division by zero"
     with pytest.raises(bridge.CandidateError, match="is not a plain value"):
         candidate.function("opaque")()
     with pytest.raises(NameError):
@@ -176,7 +276,7 @@ def test_nothing_a_judge_does_to_its_process_reaches_the_next_jobs_judge(sandbox
     assert sandbox.run_judged("def f(): pass\n", JudgeSpec(poison)).status is Status.OK
     honest = "f = candidate.function('f')\nassert f() == 1\nreport({'status': 'ok'})\n"
     run = sandbox.run_judged("def f():\n    return 2\n", JudgeSpec(honest))
-    assert run.status is Status.JUDGE_ERROR and "AssertionError" in (run.error or "")
+    assert run.status is Status.RUNTIME_ERROR and "AssertionError" in (run.error or "")
 
 
 def test_what_a_judge_changes_of_its_process_is_gone_for_the_next(sandbox: Sandbox) -> None:

@@ -210,6 +210,53 @@ def test_a_failing_call_fails_its_test_never_the_job(ctx: Context, code: str, st
     assert result["status"] != "invalid_job"
 
 
+GCD_TESTS = [{"input": [12, 18], "output": 6}, {"input": [7, 5], "output": 1}]
+PREAMBLE_NAMES = {  # a name the preamble star-imports, and a test its own function passes
+    "gcd": GCD_TESTS,
+    "add": [{"input": [1, 2], "output": 3}],
+    "floor": [{"input": [2.5], "output": 2}],
+    "sqrt": [{"input": [16], "output": 4.0}],
+    "mean": [{"input": [[1, 2, 3]], "output": 2}],
+    "sum": [{"input": [[1, 2]], "output": 3}],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PREAMBLE_NAMES))
+def test_a_name_of_the_preamble_never_answers_for_the_program(ctx: Context, name: str) -> None:
+    # Before, the name was looked up among globals that held the preamble's imports: a program that
+    # defined nothing passed.
+    result = call_job(ctx, "x = 1\n", fn_name=name, hidden_tests=PREAMBLE_NAMES[name], checker="tokens")
+    assert (result["status"], result["reward"]) == ("runtime_error", 0.0), result
+    assert f"does not define {name} (a name of the import preamble does not count)" in result["error"]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def gcd(a, b):\n    while b:\n        a, b = b, a % b\n    return a\n",
+        "from math import gcd\n",  # the program's own import is its answer, as LiveCodeBench takes it
+        "import math\ngcd = math.gcd\n",
+        "from math import *\n",
+        "class Solution:\n    def gcd(self, a, b):\n        return gcd(a, b)\n",  # a method may use it
+        "if __name__ == '__main__':\n    def gcd(a, b):\n        return math.gcd(a, b)\n",
+    ],
+    ids=["def", "own-import", "assignment", "own-star-import", "solution-method", "under-main"],
+)
+def test_a_name_the_program_binds_itself_answers(ctx: Context, code: str) -> None:
+    result = call_job(ctx, code, fn_name="gcd", hidden_tests=GCD_TESTS, checker="tokens")
+    assert (result["status"], result["reward"]) == ("ok", 1.0), result
+
+
+def test_arguments_that_cannot_cross_as_data_are_the_tests_fault(ctx: Context) -> None:
+    deep: Any = 0
+    for _ in range(101):
+        deep = [deep]
+    tests = [{"input": [1, 2], "output": 3}, {"input": [deep, 1], "output": 3}]
+    result = call_job(ctx, "def add_up(a, b):\n    return 3\n", hidden_tests=tests)
+    assert [test["status"] for test in result["tests"]] == ["ok", "judge_error"], result
+    assert "cannot cross as data" in result["error"]
+
+
 def test_tuples_come_back_as_lists(ctx: Context) -> None:
     result = call_job(
         ctx,

@@ -3,10 +3,12 @@ but plain values, whatever bytes it is given."""
 
 from __future__ import annotations
 
+import base64
 import collections
 import decimal
 import enum
 import fractions
+import json
 import math
 from typing import Any
 
@@ -217,3 +219,174 @@ def test_json_decoding_refuses_what_json_cannot_hold() -> None:
         "null": True,
         "1.5": [2],
     }
+
+
+# -- what decoding accepts, encoding writes again ---------------------------------------------------------
+
+TAGS = ("int", "tuple", "set", "frozenset", "dict", "bytes", "bytearray", "complex", "range", "fraction",
+        "decimal", "iter", "ndarray", "evil")  # fmt: skip
+DTYPES = ("bool", "int8", "int64", "uint8", "uint64", "float16", "float32", "float64", "float128",
+          "complex64", "complex128", "complex256", ">i4", ">f8", "<U3", "|S2", "<i4", "i4", "object",
+          "datetime64[D]", "timedelta64[s]", "|V8", "i4,i4", "(2,)i4", "<U0", "O")  # fmt: skip
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=4),
+    st.integers(min_value=-(1 << 70), max_value=1 << 70).map(lambda n: {"#": "int", "v": format(n, "x")}),
+)  # fmt: skip
+complex_items = st.tuples(st.floats(), st.floats()).map(lambda pair: {"#": "complex", "v": list(pair)})
+bytes_items = st.binary(max_size=3).map(lambda b: {"#": "bytes", "v": base64.b64encode(b).decode()})
+leaves = st.one_of(
+    st.booleans(), st.integers(-300, 300), st.integers(), st.floats(), st.text(max_size=3), bytes_items,
+    complex_items,
+)  # fmt: skip
+# The items an array of each kind has (`tolist`), to make most arrays of the strategy well formed.
+KIND_ITEMS = {"b": st.booleans(), "i": st.integers(-300, 300), "u": st.integers(0, 300), "f": st.floats(),
+              "c": complex_items, "U": st.text(max_size=4), "S": bytes_items}  # fmt: skip
+
+
+def nested(shape: list[int], leaf: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Items of the given shape (a strategy for nested lists)."""
+    if not shape:
+        return leaf
+    return st.lists(nested(shape[1:], leaf), min_size=shape[0], max_size=shape[0])
+
+
+def items_of(dtype: str) -> st.SearchStrategy[Any]:
+    import numpy
+
+    try:
+        kind = numpy.dtype(dtype).kind
+    except TypeError:
+        kind = "O"
+    return KIND_ITEMS.get(kind, leaves)
+
+
+arrays = st.tuples(st.sampled_from(DTYPES), st.lists(st.integers(0, 3), max_size=3), st.booleans()).flatmap(
+    lambda spec: nested(spec[1], items_of(spec[0]) if spec[2] else leaves).map(
+        lambda items: {"#": "ndarray", "dtype": spec[0], "shape": spec[1], "v": items}
+    )
+)
+
+
+def tagged(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    payloads = st.one_of(
+        st.lists(children, max_size=4), st.text(alphabet="0123456789abcdef-_x ", max_size=6),
+        st.binary(max_size=4).map(lambda b: base64.b64encode(b).decode()),
+        st.lists(st.one_of(st.integers(-5, 5), st.floats()), min_size=2, max_size=3),
+        st.decimals().map(str),
+    )  # fmt: skip
+    return st.builds(lambda tag, v: {"#": tag, "v": v}, st.sampled_from(TAGS), payloads)
+
+
+documents = st.recursive(
+    st.one_of(json_scalars, arrays),
+    lambda children: st.one_of(st.lists(children, max_size=4), tagged(children)),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(documents, arrays))
+def test_whatever_decoding_accepts_encoding_writes_again(document: Any) -> None:
+    data = json.dumps(document).encode()
+    try:
+        decoded = values.decode(data)
+    except values.DecodeError:
+        return
+    again = values.encode(decoded)  # never Unencodable, nor any other error
+    assert canonical(values.encode(values.decode(again))) == canonical(again)
+
+
+def canonical(data: bytes) -> str:
+    """An encoding's text with the items of each set in one order (a set's order is its hashes')."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if isinstance(node, dict):
+            node = {key: walk(item) for key, item in node.items()}
+            if node.get("#") in ("set", "frozenset"):
+                node["v"] = sorted(node["v"], key=json.dumps)
+        return node
+
+    return json.dumps(walk(json.loads(data)))
+
+
+def chain(depth: int, kind: str) -> Any:
+    """A scalar inside `depth` containers of one kind, as data."""
+    document: Any = 0
+    for _ in range(depth):
+        document = [document] if kind == "list" else {"#": kind, "v": [document]}
+    return document
+
+
+@pytest.mark.parametrize("kind", ["list", "tuple", "frozenset", "iter"])
+@pytest.mark.parametrize("depth", [values.MAX_DEPTH - 1, values.MAX_DEPTH, values.MAX_DEPTH + 1, 300])
+def test_one_nesting_cap_for_decoding_and_encoding(kind: str, depth: int) -> None:
+    data = json.dumps(chain(depth, kind)).encode()
+    if depth > values.MAX_DEPTH:
+        with pytest.raises(values.DecodeError, match="nested more than"):
+            values.decode(data)
+        with pytest.raises(values.DecodeError, match="nested more than"):
+            values.decode(data, json_compatible=kind in ("list", "tuple", "iter"))
+        value: Any = 0
+        for _ in range(depth):
+            value = [value]
+        with pytest.raises(values.Unencodable, match="nested more than"):
+            values.encode(value)
+    else:
+        values.encode(values.decode(data))
+
+
+def test_a_list_700_deep_is_refused_where_it_used_to_decode_and_then_fail_to_encode() -> None:
+    with pytest.raises(values.DecodeError, match="nested more than"):
+        values.decode(b"[" * 700 + b"]" * 700)
+
+
+def wrapped(value: Any, depth: int) -> Any:
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_dict_and_an_array_count_as_the_levels_they_nest() -> None:
+    import numpy
+
+    inner = chain(values.MAX_DEPTH - 1, "list")
+    assert values.decode(values.encode({"k": inner}))["k"] == inner
+    with pytest.raises(values.DecodeError):
+        values.decode(json.dumps({"#": "dict", "v": [0, chain(values.MAX_DEPTH, "list")]}))
+    array = numpy.zeros((1, 1, 1))
+    fits = values.encode(wrapped(array, values.MAX_DEPTH - 3))
+    assert values.decode(fits) is not None
+    with pytest.raises(values.Unencodable):
+        values.encode(wrapped(array, values.MAX_DEPTH - 2))
+    with pytest.raises(values.DecodeError):
+        values.decode(b"[" + fits + b"]")
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    ["datetime64[D]", "datetime64[ns]", "timedelta64[s]", "object", "V8", "i4,i4", "float128", "complex256"],
+)
+def test_an_array_of_a_dtype_whose_items_are_not_plain_values_crosses_neither_way(dtype: str) -> None:
+    import numpy
+
+    with pytest.raises(values.Unencodable, match="dtype"):
+        values.encode(numpy.zeros(2, dtype=dtype))
+    document = {"#": "ndarray", "dtype": str(numpy.dtype(dtype)), "shape": [1], "v": [1]}
+    with pytest.raises(values.DecodeError, match="dtype"):
+        values.decode(json.dumps(document))
+
+
+def test_every_dtype_that_crosses_comes_back_the_same() -> None:
+    import numpy
+
+    for dtype in ("bool", "int8", "uint16", "int64", "float16", "float64", "complex64", ">i4", "<U3", "S2"):
+        array = numpy.zeros((2, 3), dtype=dtype)
+        decoded = values.decode(values.encode(array))
+        assert decoded.dtype == array.dtype and decoded.shape == (2, 3) and (decoded == array).all()
+
+
+def test_a_range_of_huge_ints_crosses() -> None:
+    value = range(0, 10**5000, 10**4500)
+    assert values.decode(values.encode(value)) == value

@@ -66,6 +66,8 @@ def judged(**facts: object) -> Observed:
 
 
 JUDGE_OK = ran(exit_code=0)
+CALLED = {**STARTED, "called": True}  # the judge's record of its first call to the candidate
+JUDGE_CALLED = ran(exit_code=0, report=CALLED)
 
 
 @pytest.mark.parametrize(
@@ -100,6 +102,15 @@ JUDGE_OK = ran(exit_code=0)
         (judged(), JUDGE_OK, {"status": "nonsense"}, Status.JUDGE_ERROR, "unknown verdict"),
         (judged(), Observed(exit_code=120, report={"setup_error": "x"}), None, Status.INFRA_ERROR,
          "setup failed"),
+        # Once the judge called the candidate, its failure may be the candidate's doing: not shown faulty.
+        (judged(), ran(signal=SIGSEGV, report=CALLED), None, Status.RUNTIME_ERROR, "SIGSEGV"),
+        (judged(), ran(exit_code=1, report=CALLED), {"status": "judge_error", "error": "JudgeError: x"},
+         Status.RUNTIME_ERROR, "once the program's values had reached it: JudgeError: x"),
+        (judged(), JUDGE_CALLED, None, Status.RUNTIME_ERROR, "without a verdict"),
+        (judged(), JUDGE_CALLED, {"status": "nonsense"}, Status.RUNTIME_ERROR, "unknown verdict"),
+        (judged(), ran(signal=SIGXCPU, report=CALLED), None, Status.TIMEOUT, "judging the program's values"),
+        (judged(), ran(signal=SIGKILL, cpu_s=0.1, report=CALLED), None, Status.INFRA_ERROR, "from outside"),
+        (judged(), JUDGE_CALLED, {"status": "wrong_answer"}, Status.WRONG_ANSWER, ""),
     ],
 )  # fmt: skip
 def test_a_judged_run(

@@ -5,6 +5,14 @@ a fresh instance) with the test's arguments, in a run of its own; what it return
 sandbox as data (`sandbox.values`) and is compared here, in the worker: the expected value never
 enters the program's process. The program gets LiveCodeBench's import preamble.
 
+The function is looked up among the names the program binds itself, never the preamble's: the
+preamble star-imports `math`, `operator`, `statistics`, ... so `add`, `gcd`, `floor` or `mean` would
+otherwise answer for a program that defines nothing. The preamble's binding of `fn_name` is taken
+away before the program runs, so `fn_name` exists after it only if the program bound it: a `def`,
+an assignment, or an import of its own (`from math import gcd` is the program's answer, as
+LiveCodeBench's runner, which looks the name up on the program's module, takes it). A `Solution`
+class's methods get the preamble's binding back before they are called (a method may use it).
+
 A test's `input` is a JSON array of positional arguments, or a string of one JSON value per line
 (LiveCodeBench's form: `"[1,2]\\n3"` is two arguments, a list and a number); `output` is the expected
 return value. The comparison is LiveCodeBench's, after a JSON round trip of what came back (tuples
@@ -26,6 +34,7 @@ from evalfarm.sandbox.bridge import parse_reply
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.result import RunResult
 from evalfarm.sandbox.status import Status
+from evalfarm.sandbox.values import Unencodable
 
 # LiveCodeBench's preamble for functional tests (lcb_runner/evaluation/testing_util.py).
 _MODULES = "string re datetime collections heapq bisect copy math random statistics itertools functools"
@@ -36,17 +45,28 @@ PREAMBLE = (
     + "sys.setrecursionlimit(50000)\n"
 )
 ENTRY = "__evalfarm_call__"
+PREAMBLES = "__evalfarm_preamble_binding__"  # what the preamble bound to fn_name, kept aside
 MAX_VALUE_BYTES = 8 << 20
+
+
+def hide_from_preamble(fn_name: str) -> str:
+    """The line between the preamble and the program: the preamble's binding of `fn_name` set aside."""
+    return f"{PREAMBLES} = globals().pop({fn_name!r}, None)\n"
 
 
 def entry_point(fn_name: str) -> str:
     """The function the run calls: `fn_name` of a fresh `Solution` when the program defines that
-    class, else the program's own `fn_name`."""
+    class, else the `fn_name` the program itself bound; NameError when it bound none."""
+    missing = f"the program does not define {fn_name} (a name of the import preamble does not count)"
     return (
         f"\n\ndef {ENTRY}(*arguments):\n"
         f"    solution = globals().get('Solution')\n"
         f"    if isinstance(solution, type):\n"
+        f"        if {PREAMBLES} is not None:\n"
+        f"            globals().setdefault({fn_name!r}, {PREAMBLES})\n"
         f"        return getattr(solution(), {fn_name!r})(*arguments)\n"
+        f"    if {fn_name!r} not in globals():\n"
+        f"        raise NameError({missing!r})\n"
         f"    return globals()[{fn_name!r}](*arguments)\n"
     )
 
@@ -71,6 +91,7 @@ class CallTests:
             + (f",{tolerance[0]}:{tolerance[1]:g}" if tolerance else "")
             + (",case_insensitive" if self.rules.case_insensitive else "")
         )
+        self._prefix = PREAMBLE + hide_from_preamble(fn_name)
         self._suffix = entry_point(fn_name)
 
     def run(
@@ -85,7 +106,11 @@ class CallTests:
             why = f"the test's arguments are not JSON: {bad}"
             return Status.JUDGE_ERROR, why, RunResult(Status.JUDGE_ERROR)
         spec = CallSpec(ENTRY, arguments, {}, MAX_VALUE_BYTES)
-        r = sandbox.run(PREAMBLE + code + self._suffix, limits=limits, call=spec)
+        try:
+            r = sandbox.run(self._prefix + code + self._suffix, limits=limits, call=spec)
+        except Unencodable as bad:  # the problem's test, not the program: no verdict
+            why = f"the test's arguments cannot cross as data: {bad}"
+            return Status.JUDGE_ERROR, why, RunResult(Status.JUDGE_ERROR)
         status, error = r.status, r.error
         if status is Status.OK:
             reply = parse_reply(r.reply, json_compatible=True)

@@ -1,0 +1,5 @@
+# env: humaneval
+# problem: bridge_catches_anything
+# expect: runtime_error
+# note: BaseException is not an Exception: the test's except Exception must not swallow it
+    raise BaseException('x')

@@ -1,0 +1,6 @@
+# env: humaneval
+# problem: bridge_round_trip
+# expect: runtime_error wrong_answer
+# note: returns a numpy array of dtype V4, whose items are not plain values
+    import numpy
+    return numpy.array([b'abcd'], dtype='V4')
