@@ -9,8 +9,9 @@ prints is read only for a partial score.
 
 Protocols:
 - `testlib`: `checker input output answer`; exit 0 ok, 1 wrong answer, 2 presentation error (wrong
-  answer), 3 FAIL (`judge_error`), 7 points (a fraction in [0, 1], from what it printed: testlib
-  writes `points 0.5 ...` to stderr). A Python checker's uncaught exception exits 3.
+  answer), 3 FAIL (`judge_error`), 7 points (a fraction in [0, 1], as testlib's quitp writes it:
+  `points X ...`, the last line of its stderr; or a stream that is one number and nothing else). A
+  Python checker's uncaught exception exits 3.
 - `openr1` (open-r1's generated checkers): `checker.py input correct_output solution_output`, blank
   lines and `\r` removed from both outputs first, as its scorer does; a pass is exit 0 with `1` or
   `100` printed.
@@ -40,7 +41,10 @@ TESTLIB = Path(__file__).resolve().parent / "testlib" / "testlib.h"
 CHECKER_WALL_S = 10.0
 CHECKER_MEMORY_MB = 1024
 _FAIL_EXIT = 3  # testlib's FAIL: a Python checker's crash
-_POINTS = re.compile(rb"(?:points\s+)?([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
+_NUMBER = rb"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+# testlib's quitp: "points " and the number begin its message, the last line it writes.
+_POINTS_LINE = re.compile(rb"points[ \t]+(" + _NUMBER + rb")(?:[ \t]|$)")
+_ONE_NUMBER = re.compile(_NUMBER)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,18 +147,28 @@ def verdict_of(protocol: str, run: RunResult) -> TestVerdict:
 
 
 def points_of(*printed: bytes) -> TestVerdict:
-    """testlib's partial score (exit 7): the fraction a judge printed (`points 0.5 ...` on stderr, or
-    the number alone), in [0, 1]."""
+    """testlib's partial score (exit 7), in [0, 1], from the first of the judge's streams (stderr
+    first) that states one: its last line begins `points X` (testlib's quitp), or the stream is one
+    number and nothing else. A number anywhere else (a diagnostic's "token 1") is not a score."""
     for stream in printed:
-        found = _POINTS.search(stream.strip())
-        if found:
-            score = float(found.group(1))
-            if 0.0 <= score <= 1.0:
-                return TestVerdict(Status.OK if score == 1.0 else Status.WRONG_ANSWER, score)
-            return TestVerdict(
-                Status.JUDGE_ERROR, 0.0, f"the judge's points {score:g} are not a fraction in [0, 1]"
-            )
-    return TestVerdict(Status.JUDGE_ERROR, 0.0, "the judge exited 7 (points) without printing them")
+        score = _stated_points(stream)
+        if score is None:
+            continue
+        if 0.0 <= score <= 1.0:
+            return TestVerdict(Status.OK if score == 1.0 else Status.WRONG_ANSWER, score)
+        why = f"the judge's points {score:g} are not a fraction in [0, 1]"
+        return TestVerdict(Status.JUDGE_ERROR, 0.0, why)
+    why = "the judge exited 7 (points) without stating them (`points X`, or one number)"
+    return TestVerdict(Status.JUDGE_ERROR, 0.0, why)
+
+
+def _stated_points(stream: bytes) -> float | None:
+    text = stream.strip()
+    if _ONE_NUMBER.fullmatch(text):
+        return float(text)
+    last = text.rsplit(b"\n", 1)[-1].strip()
+    found = _POINTS_LINE.match(last)
+    return float(found.group(1)) if found else None
 
 
 def _judge_error(why: str, run: RunResult) -> TestVerdict:
