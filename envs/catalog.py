@@ -67,7 +67,8 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="codecontests",
             scorer="evalfarm.envs.codecontests:CodeContestsEnv",
-            version="4",  # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages
+            version="5",  # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages;
+            # 5: a failing checker or interactor replayed without the program, points as testlib writes them
             fields=frozenset(
                 (
                     "completion",
