@@ -1,5 +1,6 @@
 """A judge's failure is the program's unless the judge is shown faulty without it: a checker replayed
-on the test's expected answer. Judges run in the real sandbox, C++ ones under the real g++."""
+on the test's expected answer, an interactor with the problem's own solution or with no program at
+all. Judges run in the real sandbox, C++ ones under the real g++."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import pytest
 
 from evalfarm.envs.base import Context
 from evalfarm.envs.codecontests.replay import ReplayCache
+from evalfarm.envs.datasets import MAX_SOLUTIONS, Problem
 from evalfarm.envs.scoring import score_job
 from evalfarm.sandbox import Sandbox
 
-# -- the replay cache ----------------------------------------------------
+# -- the replay cache and the problem's solutions ----------------------------------------------------
 
 
 def test_the_replay_cache_keeps_the_most_recent_outcomes() -> None:
@@ -25,6 +27,22 @@ def test_the_replay_cache_keeps_the_most_recent_outcomes() -> None:
     for key in keys:
         cache.put(key, "accepted")
     assert [cache.get(key) for key in keys] == [None, "accepted", "accepted"]
+
+
+def test_solutions_are_kept_for_an_interactive_problem_only() -> None:
+    tests = [{"input": "1\n", "output": ""}]
+    solutions = [{"language": "python", "code": f"print({n})"} for n in range(MAX_SOLUTIONS + 2)]
+    interactive = Problem.model_validate(
+        {"id": "i", "hidden_tests": tests, "interactor": {"code": "x"}, "solutions": solutions}
+    )
+    assert interactive.solutions is not None and len(interactive.solutions) == MAX_SOLUTIONS
+    plain = Problem.model_validate({"id": "p", "hidden_tests": tests, "solutions": solutions})
+    assert plain.solutions is None and "solutions" not in plain.model_dump(exclude_none=True)
+    with pytest.raises(ValueError, match="not a language"):
+        Problem.model_validate(
+            {"id": "i", "hidden_tests": tests, "interactor": {"code": "x"},
+             "solutions": [{"language": "cobol", "code": "x"}]}
+        )  # fmt: skip
 
 
 # -- checkers, in the sandbox -------------------------------------------------------------------------
@@ -115,3 +133,78 @@ def test_a_checker_that_rejects_the_expected_answer_cleanly_still_makes_its_cras
     result = _score(ctx, "print('many')\n", _corpus_problem("checker_crash_testlib", checker=checker))
     assert (result["status"], result["reward"]) == ("wrong_answer", 0.0), result
     assert result["judge"]["reference"] == "rejected"
+
+
+# -- interactors, in the sandbox ----------------------------------------------------------------------
+
+SEARCH = (hack_corpus.PROBLEM_FILES / "interactor_crash_search.py").read_text()
+GUESS = (hack_corpus.PROBLEM_FILES / "interactor_crash_guess.py").read_text()
+
+
+def _guess(interactor: str, **changes: Any) -> dict[str, Any]:
+    problem = _corpus_problem("interactor_crash_guess", **changes)
+    problem["interactor"] = {"language": "python", "code": _fresh(interactor)}
+    return problem
+
+
+# A binary search that stops quietly when the interactor is gone; SEARCH raises (EOFError), or dies
+# of a broken pipe, which is its own runtime_error unless the interactor had failed on its own.
+QUIET_SEARCH = "import sys\n" + SEARCH.replace(
+    "    reply = input()\n", "    reply = sys.stdin.readline().strip()\n    if not reply:\n        break\n"
+)
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("program", [QUIET_SEARCH, SEARCH], ids=["ends-cleanly", "raises-after"])
+def test_an_interactor_that_fails_on_its_own_is_a_judge_error(ctx: Context, program: str) -> None:
+    # It fails before it reads a byte of the program's: the replay with no program shows it.
+    broken = "import sys\nsecret = int(open(sys.argv[1]).read().split()[1])\n"
+    result = _score(ctx, program, _guess(broken))
+    assert (result["status"], result["reward"]) == ("judge_error", None), result
+    assert result["judge"]["tests"][0]["with"] == "silence"
+    assert result["judge"]["reference"] == "failed"
+
+
+@pytest.mark.sandbox
+def test_a_program_that_fails_after_crashing_its_interactor_keeps_its_own_failure(ctx: Context) -> None:
+    result = _score(ctx, "print('? many', flush=True)\ninput()\n", _guess(GUESS))
+    assert (result["status"], result["reward"]) == ("runtime_error", 0.0), result
+    assert result["judge"]["reference"] == "waited"  # the interactor was replayed: it waits alone
+
+
+# After the program's answer it reads once more, which fails for every program, a correct one too.
+ONE_READ_TOO_MANY = GUESS.replace(
+    "        sys.exit(0 if guess == secret else 1)\n",
+    "        input()\n        sys.exit(0 if guess == secret else 1)\n",
+)
+
+
+@pytest.mark.sandbox
+def test_an_interactor_that_fails_with_the_problems_solution_is_a_judge_error(ctx: Context) -> None:
+    solutions = [{"language": "python", "code": SEARCH}]
+    result = _score(ctx, SEARCH, _guess(ONE_READ_TOO_MANY, solutions=solutions))
+    assert (result["status"], result["reward"]) == ("judge_error", None), result
+    assert result["judge"]["tests"][0]["with"] == "solution"
+    assert "fails with the problem's own solution too" in result["error"]
+
+
+@pytest.mark.sandbox
+def test_without_a_solution_an_interactor_failing_after_the_programs_words_is_the_programs(
+    ctx: Context,
+) -> None:
+    # With no solution to replay it with, only a failure without any program proves the judge
+    # faulty: this one waits for a program, so even a correct one gets wrong_answer (never null).
+    result = _score(ctx, SEARCH, _guess(ONE_READ_TOO_MANY))
+    assert (result["status"], result["reward"]) == ("wrong_answer", 0.0), result
+    assert result["judge"]["tests"][0]["reference"] == "waited"
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("solved", [False, True], ids=["silence", "solution"])
+def test_a_garbage_query_that_crashes_an_interactor_is_a_wrong_answer(ctx: Context, solved: bool) -> None:
+    changes = {"solutions": [{"language": "python", "code": SEARCH}]} if solved else {}
+    garbage = "import sys\nprint('? many', flush=True)\nsys.stdin.read()\n"
+    result = _score(ctx, garbage, _guess(GUESS, **changes))
+    assert (result["status"], result["reward"]) == ("wrong_answer", 0.0), result
+    assert result["judge"]["tests"][0]["with"] == ("solution" if solved else "silence")
+    assert result["judge"]["reference"] == ("accepted" if solved else "waited")

@@ -110,7 +110,8 @@ class CodeContestsEnv(Env):
             raise InvalidJob(f"completion: the program is longer than {MAX_CODE_CHARS} characters")
         judge = _Judge(ctx.sandbox, code, limits, problem, request.reward_shape, language, checker)
         if interactor is not None:
-            judge.interactive = InteractiveJudge(interactor, ctx.sandbox, problem.checker_wall_s)
+            solutions = problem.solutions or ()
+            judge.interactive = InteractiveJudge(interactor, ctx.sandbox, problem.checker_wall_s, solutions)
             judge.checker_name = interactor.name
         public = judge.run_all(problem.public_tests, public=True)
         outcomes = [_outcome(test, run) for test, run in zip(problem.public_tests, public, strict=False)]
