@@ -42,7 +42,8 @@ class Capture:
     def drain(self, sink: int) -> str | None:
         """Move what the pipe holds; the reason to end the run when the cap is passed, else None."""
         if self.roll:
-            return self._drain_rolling()
+            self._drain_rolling()
+            return None
         room = self.cap - self.size
         target = sink if room <= 0 else self.memfd
         try:

@@ -196,7 +196,7 @@ def verdict_of(protocol: str, run: RunResult) -> TestVerdict:
     if run.status is Status.INFRA_ERROR:
         return TestVerdict(Status.INFRA_ERROR, 0.0, f"checker: {run.error}")
     if not compiled(run):
-        return _judge_error(f"the checker does not compile ({run.compile.get('status')})", run)
+        return _judge_error(f"the checker does not compile ({(run.compile or {}).get('status')})", run)
     if run.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT, Status.SYNTAX_ERROR):
         return _judge_error(f"the checker's run: {run.status.value}", run)
     if run.signal is not None or run.exit_code is None:
