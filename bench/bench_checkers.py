@@ -13,12 +13,23 @@ problem finds them):
 The per-test cost of a checker is (job time with it - job time with `tokens`) / 50 (goal for C++:
 under 2 ms). The bench and its slot are pinned to one core, as a worker's pool process is.
 
+Then what the replay of a failing checker costs (`envs/codecontests/replay.py`), per test, the checker
+asked directly on the 50 tests (`ProgramJudge.judge`), with the farm's replay and without it (a
+failure taken as `judge_error` as it stands, as before the replay existed), test by test:
+
+4. the common path: the C++ and the Python checker on the right outputs (accepted) and on wrong
+   ones (rejected): no checker fails, so no replay runs; the two columns should be equal;
+5. a failing checker (a Python checker whose int() raises on a word, fed a word): without replay (one
+   run, `judge_error`), replayed for the first time (two runs: the output, then the expected answer),
+   and replayed with the outcome cached (one run and a lookup).
+
 Usage: python bench/bench_checkers.py [--rounds 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import statistics
 import time
@@ -30,8 +41,12 @@ ROOT = Path(__file__).resolve().parent.parent
 from bench_cpp import SOLUTION, TESTS, problem  # noqa: E402
 
 from evalfarm.envs.base import Context  # noqa: E402
+from evalfarm.envs.codecontests.checkers import ProgramChecker  # noqa: E402
+from evalfarm.envs.codecontests.judging import ProgramJudge  # noqa: E402
+from evalfarm.envs.codecontests.replay import ReplayCache  # noqa: E402
 from evalfarm.envs.scoring import score_job  # noqa: E402
 from evalfarm.sandbox import Sandbox  # noqa: E402
+from evalfarm.sandbox.status import Status  # noqa: E402
 
 CPP_CHECKER = r"""
 #include "testlib.h"
@@ -47,6 +62,13 @@ int main(int argc, char* argv[]) {
 PY_CHECKER = """
 import sys
 output, answer = (open(path).read().split() for path in sys.argv[2:4])
+sys.exit(0 if output == answer else 1)
+"""
+# The dataset style: the output parsed without a check, so a word makes int() raise (FAIL, exit 3).
+CRASHING_CHECKER = """
+import sys
+output = [int(token) for token in open(sys.argv[2]).read().split()]
+answer = [int(token) for token in open(sys.argv[3]).read().split()]
 sys.exit(0 if output == answer else 1)
 """
 CHECKERS: dict[str, Any] = {
@@ -71,6 +93,72 @@ def judged_twice(ctx: Context, prob: dict[str, Any], checker: Any, round_no: int
     return timings[1]
 
 
+def per_test_ms(judge: ProgramJudge, tests: list[dict[str, str]], output: Any, status: Status) -> float:
+    """Milliseconds per test of the checker's verdict on `output(test)` for each test, all `status`."""
+    started = time.perf_counter()
+    for test in tests:
+        verdict = judge.judge(test["input"], output(test), test["output"])
+        assert verdict.status is status, verdict
+    return (time.perf_counter() - started) / len(tests) * 1e3
+
+
+def side_by_side_ms(
+    judges: dict[str, ProgramJudge], tests: list[dict[str, str]], output: Any, status: Status
+) -> dict[str, float]:
+    """Milliseconds per test of each judge on the same outputs, test by test in alternating order (so
+    the machine's drift falls on both alike)."""
+    spent = dict.fromkeys(judges, 0.0)
+    for number, test in enumerate(tests):
+        order = list(judges) if number % 2 == 0 else list(reversed(judges))
+        for label in order:
+            started = time.perf_counter()
+            verdict = judges[label].judge(test["input"], output(test), test["output"])
+            spent[label] += time.perf_counter() - started
+            assert verdict.status is status, verdict
+    return {label: seconds / len(tests) * 1e3 for label, seconds in spent.items()}
+
+
+def _right(test: dict[str, str]) -> bytes:
+    return test["output"].encode()
+
+
+def _wrong(test: dict[str, str]) -> bytes:
+    return b"0 0\n"
+
+
+def _garbage(test: dict[str, str]) -> bytes:
+    return b"many words\n"
+
+
+COMMON = {"right": (_right, Status.OK), "wrong": (_wrong, Status.WRONG_ANSWER)}
+
+
+def replay_costs(ctx: Context, tests: list[dict[str, str]], rounds: int) -> dict[str, list[float]]:
+    """Per-test milliseconds of each way of asking a checker (module docstring, 4 and 5)."""
+    healthy = {name: ProgramChecker(spec["language"], spec["code"], "testlib")
+               for name, spec in CHECKERS.items() if name != "tokens"}  # fmt: skip
+    crashing = ProgramChecker("python", CRASHING_CHECKER, "testlib")
+    times: dict[str, list[float]] = collections.defaultdict(list)
+    for round_no in range(rounds):
+        for name, checker in healthy.items():
+            judges = {
+                "with replay": ProgramJudge(checker, ctx.sandbox, replays=ReplayCache()),
+                "without replay": ProgramJudge(checker, ctx.sandbox, replays=None),
+            }
+            for kind, (output, status) in COMMON.items():
+                for label, ms in side_by_side_ms(judges, tests, output, status).items():
+                    times[f"{name}, {kind} output, {label}"].append(ms)
+        without = ProgramJudge(crashing, ctx.sandbox, replays=None)
+        ms = per_test_ms(without, tests, _garbage, Status.JUDGE_ERROR)
+        times["failing checker, without replay (judge_error)"].append(ms)
+        replayed = ProgramJudge(crashing, ctx.sandbox, replays=ReplayCache())
+        for label in ("first time", "cached"):
+            ms = per_test_ms(replayed, tests, _garbage, Status.WRONG_ANSWER)
+            times[f"failing checker, replayed, {label} (wrong_answer)"].append(ms)
+        print(f"replay round {round_no + 1}/{rounds} done", flush=True)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the three jobs, interleaved")
@@ -86,6 +174,7 @@ def main() -> None:
             times[name].append(judged_twice(ctx, prob, checker, round_no))
         line = ", ".join(f"{name} {times[name][-1]:.3f} s" for name in CHECKERS)
         print(f"round {round_no + 1}/{args.rounds}: {line}", flush=True)
+    replays = replay_costs(ctx, prob["hidden_tests"], args.rounds)
     ctx.close()
     median = {name: statistics.median(values) for name, values in times.items()}
     print(f"\nA C++ solution, {TESTS} hidden tests, binaries held, one core ({args.rounds} rounds; medians)")
@@ -97,6 +186,22 @@ def main() -> None:
         print(f"  {name:<20} job {median[name]:6.3f} s, {per_test:6.3f} ms per test{note}")
     cpp = (median["C++ testlib checker"] - base) / TESTS * 1e3
     print(f"  goal: a C++ checker adds under 2 ms per test ({cpp:.3f} ms)")
+    print_replays(replays, args.rounds)
+
+
+def print_replays(times: dict[str, list[float]], rounds: int) -> None:
+    """The replay's costs, per test (medians), the common path's columns side by side."""
+    median = {name: statistics.median(values) for name, values in times.items()}
+    print(f"\nThe checker asked directly, {TESTS} tests, ms per test ({rounds} rounds; medians)")
+    for name in CHECKERS:
+        for kind in ("right", "wrong"):
+            key = f"{name}, {kind} output"
+            if f"{key}, with replay" in median:
+                with_, without = median[f"{key}, with replay"], median[f"{key}, without replay"]
+                print(f"  {key:<36} with replay {with_:6.3f}, without {without:6.3f}"
+                      f"  (ratio {with_ / without:.3f})")  # fmt: skip
+    for key in [name for name in median if name.startswith("failing")]:
+        print(f"  {key:<58} {median[key]:6.3f}")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,8 @@ ENVS: Mapping[str, EnvEntry] = {
             id="codecontests",
             scorer="evalfarm.envs.codecontests:CodeContestsEnv",
             # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages; 5: fn_name is
-            # looked up among the program's own names, values cross as the bridge carries them
+            # looked up among the program's own names, values cross as the bridge carries them, a
+            # failing checker or interactor is replayed without the program, points as testlib writes them
             version="5",
             fields=frozenset(
                 (

@@ -4,9 +4,11 @@ File format: one JSON object per line, one problem each (what `evalfarm datasets
 `{"id": str, "description": str, "public_tests": [{"input": str, "output": str}, ...],
 "hidden_tests": [...]}` and, optionally, how it is judged: `checker`, `interactor`, `fn_name`
 (function-call tests: `input` the arguments, `output` the expected value), `checker_wall_s`,
-`float_tolerance` (see `envs/codecontests/checkers.py`). Other keys (`difficulty`, the `solutions`
-that `evalfarm datasets lint` runs) are kept out of the way; in a job's inline `problem` they are
-refused by name.
+`float_tolerance` (see `envs/codecontests/checkers.py`); an interactive problem's `solutions`
+(`[{"language", "code"}, ...]`, the dataset's correct programs: its interactor's reference when it
+fails, `envs/codecontests/interactive.py`). Other keys (`difficulty`, the `solutions` of other
+problems, which `evalfarm datasets lint` reads from the file itself) are kept out of the way; in a
+job's inline `problem` they are refused by name.
 
 A worker makes datasets available by id from one directory (its `datasets_dir` setting, e.g. the
 EVALFARM_DATASETS_DIR variable read by the worker's settings, never here): `<dataset_id>.jsonl` files,
@@ -32,7 +34,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from evalfarm.envs.base import EnvError, InvalidJob
-from evalfarm.envs.validation import JobModel, describe
+from evalfarm.envs.validation import JobModel, Language, describe
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,8 @@ MAX_TESTS = 1000  # per list (public, hidden)
 MAX_TEST_CHARS = 8 << 20  # per input and per expected output
 MAX_ARGUMENTS = 64  # per call of a function-call test
 MAX_PROBLEM_CHARS = 64 << 20  # all inputs and outputs of a problem together
+MAX_SOLUTIONS = 4  # an interactive problem's solutions kept (the first its worker runs is used)
+MAX_SOLUTION_CHARS = 256 << 10
 MAX_WARNINGS = 10  # malformed lines reported one by one per file; the rest only counted
 # Where datasets live when the caller's setting (EVALFARM_DATASETS_DIR) is unset.
 DEFAULT_DATASETS_DIR = Path("~/.local/share/evalfarm/datasets")
@@ -74,7 +78,14 @@ class IOPair(JobModel):
 
 
 # What a problem may say about how it is judged (`envs/codecontests/checkers.py`).
-JUDGING_FIELDS = ("checker", "interactor", "fn_name", "checker_wall_s")
+JUDGING_FIELDS = ("checker", "interactor", "fn_name", "checker_wall_s", "solutions")
+
+
+class Solution(JobModel):
+    """A correct program a dataset ships with its problem: an interactor's reference."""
+
+    language: Language = "python"
+    code: str = Field(min_length=1, max_length=MAX_SOLUTION_CHARS)
 
 
 class Problem(JobModel):
@@ -94,6 +105,21 @@ class Problem(JobModel):
         default=None, min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
     )
     checker_wall_s: float = Field(default=10.0, gt=0, le=60)
+    # An interactive problem's correct solutions (the dataset's): its interactor's reference.
+    solutions: list[Solution] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _solutions_of_interactive_problems(cls, data: Any) -> Any:
+        """Keep `solutions` (the first MAX_SOLUTIONS) only on a problem with an interactor, the one
+        judge that uses them; other problems' solutions stay out of the way, as before."""
+        if not isinstance(data, dict) or "solutions" not in data:
+            return data
+        if data.get("interactor") is None:
+            return {key: value for key, value in data.items() if key != "solutions"}
+        if isinstance(data["solutions"], list):
+            return {**data, "solutions": data["solutions"][:MAX_SOLUTIONS]}
+        return data
 
     @model_validator(mode="after")
     def _bounded(self) -> Problem:

@@ -56,6 +56,7 @@ class Request:
     native: bool = False
     fetch: tuple[str, ...] = ()
     interactive: bool = False
+    compile_wall_s: float = 0.0  # the compiles the run may start (its reply may take that much longer)
 
     def _interactor(self, reply: dict[str, Any], outputs: dict[str, bytes]) -> dict[str, Any] | None:
         if not self.interactive:
@@ -207,10 +208,14 @@ def native(
     spec = languages.native_request(language, source, limits, headers)
     spec["argv"] = [*spec["argv"], *argv]
     request = {"kind": "run", "limits": limits.to_dict(), "native": spec}
+    compile_s = limits.compile_wall_s
     if spec["compile"] is None:  # the source itself runs (a runtime's script)
-        return Request(request, _with_stdin({"source": source}, stdin), limits, native=True)
+        blobs = _with_stdin({"source": source}, stdin)
+        return Request(request, blobs, limits, native=True, compile_wall_s=compile_s)
     payload = _payload.pack({"compile": spec["compile"], "headers": list(headers)}, source, *headers.values())
-    return Request(request, _with_stdin({"payload": payload}, stdin), limits, native=True)
+    return Request(
+        request, _with_stdin({"payload": payload}, stdin), limits, native=True, compile_wall_s=compile_s
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,7 +251,15 @@ def interactive(code: bytes, language: str, interactor: InteractorSpec, limits: 
         "interactor": interactor_part,
     }
     blobs = judge.with_attachments({"payload": candidate_payload, "interactor_payload": interactor_payload})
-    return Request(request, blobs, limits, interactive=True, native=language != "python")
+    # Either side may be compiled first (the interactor under its own limits): the reply waits for both.
+    compile_s = sum(
+        member_limits.compile_wall_s
+        for member_language, member_limits in ((language, limits), (interactor.language, interactor.limits))
+        if member_language != "python"
+    )
+    return Request(
+        request, blobs, limits, interactive=True, native=language != "python", compile_wall_s=compile_s
+    )
 
 
 def _member(

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 MAX_BINARY_BYTES = 64 << 20  # a compiled program larger than this is not kept
 MAX_ATTACHMENTS = 8  # a judge program's files
-JUDGE_OUTPUT_BYTES = 64 << 10  # what a judge prints is kept up to this, then dropped
+JUDGE_OUTPUT_BYTES = 64 << 10  # what a judge prints is kept up to this (its first, or newest, bytes)
 
 
 class JudgeHost:
@@ -220,7 +220,9 @@ class Run:
         interactor = {
             0: to_interactor_r,
             1: to_program_w,
-            2: self._capture("interactor_stderr", JUDGE_OUTPUT_BYTES),
+            # The interactor's log is the judge's, not the program's output: it never ends the run,
+            # and its newest bytes (testlib's verdict is its last line) are kept.
+            2: self._capture("interactor_stderr", JUDGE_OUTPUT_BYTES, roll=True),
             _runner.RESULT_FD: self._output_memfd("interactor_report"),
         }
         interactor.update({target: fd for target, fd in self._attachments(fds).items()})
@@ -303,12 +305,14 @@ class Run:
         self.outputs[name] = fd
         return fd
 
-    def _capture(self, name: str, cap: int, reason: str = "output", drop: bool = False) -> int:
+    def _capture(
+        self, name: str, cap: int, reason: str = "output", drop: bool = False, roll: bool = False
+    ) -> int:
         """A pipe whose read end this server drains into a memfd; the write end, for the child."""
         read_end, write_end = os.pipe2(os.O_CLOEXEC)
         self.owned.append(write_end)
         memfd = self._output_memfd(name) if not drop else _payload.empty_memfd(f"evalfarm-{name}")
-        self.captures.append(Capture(name, read_end, memfd, cap, reason=reason, drop=drop))
+        self.captures.append(Capture(name, read_end, memfd, cap, reason=reason, drop=drop, roll=roll))
         return write_end
 
     # -- processes --------------------------------------------------------------------------

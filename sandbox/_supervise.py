@@ -24,8 +24,9 @@ _SPLICE_CHUNK = 1 << 20
 
 @dataclasses.dataclass
 class Capture:
-    """A pipe drained into a memfd. Past `cap` bytes the run ends for `reason`, or with `drop` the
-    rest is discarded."""
+    """A pipe drained into a memfd. Past `cap` bytes the run ends for `reason`; with `drop` the
+    rest is discarded instead; with `roll` the memfd keeps the newest bytes (at least half the cap)
+    and the run goes on: a judge's log, whose last line is its verdict, is never a limit of the run."""
 
     name: str
     read_fd: int
@@ -33,12 +34,16 @@ class Capture:
     cap: int
     reason: str = "output"
     drop: bool = False
+    roll: bool = False
     size: int = 0
     truncated: bool = False
     closed: bool = False
 
     def drain(self, sink: int) -> str | None:
         """Move what the pipe holds; the reason to end the run when the cap is passed, else None."""
+        if self.roll:
+            self._drain_rolling()
+            return None
         room = self.cap - self.size
         target = sink if room <= 0 else self.memfd
         try:
@@ -60,6 +65,33 @@ class Capture:
             self.truncated = True
             return None if self.drop else self.reason
         return None
+
+    def _drain_rolling(self) -> None:
+        """Move what the pipe holds, making room first by dropping the memfd's older half."""
+        if self.size >= self.cap:
+            self._keep_newest_half()
+        try:
+            moved = os.splice(self.read_fd, self.memfd, min(self.cap - self.size, _SPLICE_CHUNK))
+        except BlockingIOError:
+            return None
+        self.size += moved
+        self.closed = moved == 0
+        return None
+
+    def _keep_newest_half(self) -> None:
+        """Move the memfd's newest half to its start, in the kernel (no byte enters this process),
+        and write on after it."""
+        half = self.cap // 2
+        source, copied = self.cap - half, 0
+        while copied < half:  # the two ranges never overlap: source >= half
+            moved = os.copy_file_range(self.memfd, self.memfd, half - copied, source + copied, copied)
+            if moved == 0:
+                break
+            copied += moved
+        os.ftruncate(self.memfd, copied)
+        os.lseek(self.memfd, copied, os.SEEK_SET)
+        self.size = copied
+        self.truncated = True
 
 
 @dataclasses.dataclass

@@ -106,6 +106,9 @@ def test_a_correct_answer_written_another_way_is_accepted(checker: str, expected
         ("float:1e-6", "1.5", "inf"),
         ("float:1e-6", "1.5", "nan"),
         ("float:1e-6", "1.5", "0x1.8p0"),
+        ("float:1e-6", "2.5", "\uff12.\uff15"),  # fullwidth digits: float() reads them, testlib ASCII only
+        ("float:1e-6", "2.5", "\u0662.\u0665"),  # Arabic-Indic digits
+        ("float:1e-6", "2.5", "2.\uff15"),
         ("float:1e-6", "1.0", "1.0000011"),
         ("float:1e-6", "0.5 0.5", "0.5"),
         ("float_abs:1e-6", "1000000.0", "1000000.5"),  # relative error only
@@ -127,6 +130,7 @@ def test_a_wrong_answer_is_refused(checker: str, expected: str, got: str) -> Non
 def test_testlibs_numbers_and_its_comparison() -> None:
     assert [real(t) for t in ("1e", "5e+", ".5", "5.", "+1.5", "-0")] == [1.0, 5.0, 0.5, 5.0, 1.5, -0.0]
     assert [real(t) for t in ("nan", "inf", "1_0", "0x10", "1,5", "-", ".", "1.2.3", "")] == [None] * 9
+    assert [real(t) for t in ("\uff12.\uff15", "\u0662", "1e\uff15", "\uff11")] == [None] * 4
     assert real("1e400") == float("inf")
     assert double_compare(1.0, 1.000001, 1e-6) and not double_compare(1.0, 1.0000011, 1e-6)
     assert double_compare(0.0, 1e-6, 1e-6) and not double_compare(0.0, 1.000001e-6, 1e-6)

@@ -209,3 +209,38 @@ def _children(pid: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+ECHO_INTERACTOR = r"""
+#include "testlib.h"
+int main(int argc, char* argv[]) {
+    registerInteraction(argc, argv);
+    std::string said = ouf.readToken();
+    if (said != inf.readToken()) quitf(_wa, "said %s", said.c_str());
+    quitf(_ok, "said it");
+}
+"""
+
+
+def test_an_interactive_run_waits_for_its_interactors_compile() -> None:
+    # A Python program against a C++ interactor whose compile (testlib.h: seconds) outlasts the
+    # program's wall clock and the client's margin: the client waits for the compile, as it does for
+    # a program's own, instead of taking the server for lost.
+    from evalfarm.envs.codecontests.judging import checker_limits, testlib_header
+    from evalfarm.sandbox import InteractorSpec, JudgeRun, attachment_path
+
+    spec = InteractorSpec(
+        code=ECHO_INTERACTOR.encode(),
+        language="cpp",
+        judge=JudgeRun(
+            argv=(attachment_path(0), "/tmp/tout", attachment_path(1)),
+            attachments=(b"hello\n", b""),
+            crash_exit=3,
+        ),
+        limits=dataclasses.replace(checker_limits(1.0), wall_s=1.5),
+        headers={"testlib.h": testlib_header()},
+    )
+    with Sandbox(slot=914, config=SandboxConfig(margin_s=0.1)) as box:
+        result = box.run_interactive("print('hello', flush=True)\n", spec, Limits(wall_s=0.5))
+    assert (result.status, result.judge and result.judge["exit_code"]) == (Status.OK, 0), result
+    assert box.take_restarts() == {}

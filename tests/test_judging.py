@@ -375,10 +375,21 @@ def test_an_interactive_program_gets_its_own_verdict(
     assert result["reward"] == 0.0
 
 
-def test_an_interactor_that_fails_is_a_judge_error_when_the_program_ended_cleanly(ctx: Context) -> None:
-    failing = {"language": "python", "code": "import sys\nsys.stdin.readline()\nsys.exit(3)\n"}
-    result = interactive_job(ctx, "print('! 1', flush=True)\n", failing)
+def test_an_interactor_that_fails_without_the_program_is_a_judge_error(ctx: Context) -> None:
+    # FAIL before reading a word of the program's: shown faulty with no program at all.
+    failing = {"language": "python", "code": "import sys\nsys.exit(3)\n"}
+    result = interactive_job(ctx, "import sys\nsys.stdin.read()\n", failing)
     assert (result["status"], result["reward"]) == ("judge_error", None), result
+    assert result["judge"]["reference"] == "failed"
+    # FAIL after reading the program's line: shown faulty with the problem's own solution.
+    failing = {"language": "python", "code": "import sys\nsys.stdin.readline()\nsys.exit(3)\n"}
+    solutions = [{"language": "python", "code": SEARCH}]
+    result = interactive_job(ctx, "print('! 1', flush=True)\n", failing, solutions=solutions)
+    assert (result["status"], result["reward"]) == ("judge_error", None), result
+    # Without a solution, its FAIL after the program's words is the program's: nothing shows
+    # the interactor faulty, and no program may turn its own failure into no reward.
+    result = interactive_job(ctx, "print('! 1', flush=True)\n", failing)
+    assert (result["status"], result["reward"]) == ("wrong_answer", 0.0), result
     broken = {"language": "cpp", "code": "int main( {"}
     result = interactive_job(ctx, SEARCH, broken)
     assert (result["status"], result["reward"]) == ("judge_error", None), result

@@ -13,8 +13,8 @@ Comparisons (pure functions of the program's output and the expected output, in 
   real number (testlib's syntax, with a `.` or an exponent), the output's token must be a real of
   the same syntax within E: absolute or relative error (testlib's doubleCompare), absolute only,
   relative only. An integer-looking expected token compares exactly: a count off by one is wrong.
-  testlib's reals: `[+-]?(digits[.digits]|.digits)([eE][+-]?digits)?`; `nan`, `inf`, `1_000`,
-  `0x1p3` are not reals.
+  testlib's reals: `[+-]?(digits[.digits]|.digits)([eE][+-]?digits)?`, in ASCII digits; `nan`,
+  `inf`, `1_000`, `0x1p3`, and fullwidth or other scripts' digits are not reals.
 - `unordered_tokens`, `unordered_lines`: the same multisets of tokens, of non-blank lines (as tokens).
 - `auto`: chosen from the problem's statement: a tolerance sentence ("absolute or relative error
   ... 10^{-6}") gives `float:E`, "in any case" gives `yesno`, "print any of them" needs a checker
@@ -45,9 +45,10 @@ _TYPES = ("tokens", "lines", "unordered_tokens", "unordered_lines")
 
 # testlib's blanks: what separates tokens (a vertical tab or a form feed is part of a token).
 _BLANKS = re.compile(r"[ \t\n\r]+")
-# testlib's reals (stringToDouble): digits, at most one point, an optional exponent whose digits may
-# be missing (glibc's scanf reads "1e" as 1); no nan, inf, hex or underscores.
-_REAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d*)?")
+# testlib's reals (stringToDouble): ASCII digits (Python's \d and float() take any script's, as a
+# fullwidth 2.5), at most one point, an optional exponent whose digits may be missing (glibc's scanf
+# reads "1e" as 1); no nan, inf, hex or underscores.
+_REAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]*)?")
 _DANGLING_EXPONENT = re.compile(r"[eE][+-]?$")
 _FUDGE = 1e-15  # testlib adds it to every tolerance
 _INFINITE = 1e300  # testlib's __testlib_isInfinite

@@ -18,8 +18,10 @@ says how long it took and whether the slot already held the binary.
 How a test is judged is the problem's (`checker`, `envs/codecontests/checkers.py`: a comparison in
 the worker, or a checker program in the sandbox, `judging.py`; `fn_name`: the tests call a function,
 `calls.py`; `interactor`: an interactor program talks to the solution, `interactive.py`). The result
-names the rule applied (`checker`). A judge's fault on any hidden test makes the job `judge_error`,
-with no reward, whatever the shape.
+names the rule applied (`checker`). A checker or interactor that fails while judging a program is
+replayed without it (`replay.py`); its failure is the program's `wrong_answer` unless it fails there
+too, and the result's `judge` says so (`{"replayed": true, "reference": ..., "tests": [...]}`). A
+judge's fault on any hidden test makes the job `judge_error`, with no reward, whatever the shape.
 """
 
 from __future__ import annotations
@@ -46,11 +48,13 @@ from evalfarm.envs.codecontests.feedback import PublicOutcome, format_feedback, 
 from evalfarm.envs.codecontests.interactive import InteractiveJudge, InteractorError, parse_interactor
 from evalfarm.envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
 from evalfarm.envs.codecontests.judging import ProgramJudge, TestVerdict
+from evalfarm.envs.codecontests.replay import Replay, summary
 from evalfarm.envs.datasets import DatasetStore, IOPair, Problem
 from evalfarm.envs.trajectory import answer_field
 from evalfarm.envs.validation import require_language, validate_job
 from evalfarm.sandbox import languages
 from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.result import RunResult
 from evalfarm.sandbox.status import Status, worst
 
 # Runs after which the remaining tests cannot change the verdict (or the verdict cannot be trusted).
@@ -70,6 +74,7 @@ class Verdict:
     error: str | None
     compile_failed: bool = False  # the program did not compile: no test can run
     score: float = 0.0  # the test's share of a point: 1 when passed, a checker's partial score
+    replay: Replay | None = None  # the judge failed on this test and was replayed without the program
 
     @property
     def stops(self) -> bool:
@@ -105,7 +110,8 @@ class CodeContestsEnv(Env):
             raise InvalidJob(f"completion: the program is longer than {MAX_CODE_CHARS} characters")
         judge = _Judge(ctx.sandbox, code, limits, problem, request.reward_shape, language, checker)
         if interactor is not None:
-            judge.interactive = InteractiveJudge(interactor, ctx.sandbox, problem.checker_wall_s)
+            solutions = problem.solutions or ()
+            judge.interactive = InteractiveJudge(interactor, ctx.sandbox, problem.checker_wall_s, solutions)
             judge.checker_name = interactor.name
         public = judge.run_all(problem.public_tests, public=True)
         outcomes = [_outcome(test, run) for test, run in zip(problem.public_tests, public, strict=False)]
@@ -116,6 +122,10 @@ class CodeContestsEnv(Env):
             stopped = judge.compile_only()
         result = _result(problem, request.reward_shape, stopped, hidden, feedback)
         result["checker"] = judge.checker_name
+        replays = [("public", n, run.replay) for n, run in enumerate(public, 1) if run.replay]
+        replays += [("hidden", n, run.replay) for n, run in enumerate(hidden, 1) if run.replay]
+        if replays:
+            result["judge"] = summary(replays)
         if judge.compile is not None:
             result["compile"] = judge.compile
         return result
@@ -172,22 +182,19 @@ class _Judge:
             judged, r = self.interactive.run(self.code, self.language, test.input, test.output, self.limits)
             compile_failed = self._note_compile(r.compile)
             stderr = r.stderr.decode("utf-8", "replace") if keep_output or compile_failed else ""
-            return Verdict(
-                judged.status, r.wall_s, r.cpu_s, "", stderr, judged.error, compile_failed, judged.score
-            )
+            return _verdict(judged, r, "", stderr, compile_failed)
         r = self.sandbox.run(
             self.code, stdin=test.input.encode("utf-8"), limits=self.limits, language=self.language
         )
         compile_failed = self._note_compile(r.compile)
-        status, score, error = r.status, float(r.status is Status.OK), r.error
-        if status is Status.OK:
+        judged = TestVerdict(r.status, float(r.status is Status.OK), r.error)
+        if r.status is Status.OK:
             judged = self._judge_output(test.input, r.stdout, test.output)
-            status, score, error = judged.status, judged.score, judged.error
         # A failed compile's messages are the model's to read, from a hidden test too.
         keep = keep_output or compile_failed
         stdout = r.stdout.decode("utf-8", "replace") if keep else ""
         stderr = r.stderr.decode("utf-8", "replace") if keep else ""
-        return Verdict(status, r.wall_s, r.cpu_s, stdout, stderr, error, compile_failed, score)
+        return _verdict(judged, r, stdout, stderr, compile_failed)
 
     def _judge_output(self, given: str, output: bytes, expected: str) -> TestVerdict:
         """The checker's verdict on a clean run's output."""
@@ -224,6 +231,14 @@ class _Judge:
             if run.stops or (self.stop_at_failure and not public and run.status is not Status.OK):
                 break
         return runs
+
+
+def _verdict(judged: TestVerdict, run: RunResult, stdout: str, stderr: str, compile_failed: bool) -> Verdict:
+    """A test's verdict: the judge's word on it, and the program's run behind it."""
+    return Verdict(
+        judged.status, run.wall_s, run.cpu_s, stdout, stderr, judged.error, compile_failed, judged.score,
+        judged.replay,
+    )  # fmt: skip
 
 
 def _outcome(test: IOPair, run: Verdict) -> PublicOutcome:

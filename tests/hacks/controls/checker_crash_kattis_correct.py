@@ -1,0 +1,7 @@
+# The count, then the input's numbers in another order: accepted.
+# env: codecontests
+# problem: checker_crash_kattis
+# expect: ok
+count = input()
+print(count)
+print(*reversed(input().split()))

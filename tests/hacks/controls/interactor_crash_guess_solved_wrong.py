@@ -1,0 +1,5 @@
+# A guess without asking, well formed: the interactor says wrong answer.
+# env: codecontests
+# problem: interactor_crash_guess_solved
+# expect: wrong_answer
+print("! 500", flush=True)

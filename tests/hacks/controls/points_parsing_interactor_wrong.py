@@ -1,0 +1,6 @@
+# No number in place: no points.
+# env: codecontests
+# problem: points_parsing_interactor
+# expect: wrong_answer
+input()
+print(9, 9, 9, flush=True)

@@ -1,0 +1,6 @@
+# Every number in place: full points.
+# env: codecontests
+# problem: points_parsing_quitp
+# expect: ok
+input()
+print(1, 2, 3, flush=True)

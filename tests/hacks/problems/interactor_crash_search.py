@@ -1,0 +1,10 @@
+# The dataset's correct solution of the guessing game: a binary search.
+low, high = 1, 1000
+while True:
+    middle = (low + high) // 2
+    print("?", middle, flush=True)
+    reply = input()
+    if reply == "=":
+        print("!", middle, flush=True)
+        break
+    low, high = (middle + 1, high) if reply == "<" else (low, middle - 1)
