@@ -53,7 +53,9 @@ class Request:
     blobs: dict[str, bytes]
     limits: Limits
     judged: bool = False
-    native: bool = False
+    # How long its compiles may take before it runs, one after another (a program's, an interactor's,
+    # each within its own `compile_wall_s`): the client waits that much longer for the reply.
+    compile_wall_s: float = 0.0
     fetch: tuple[str, ...] = ()
     interactive: bool = False
 
@@ -156,6 +158,7 @@ def _interactor_facts(
         "wall_s": facts["wall_s"],
         "stderr": stderr.decode("utf-8", "replace")[-4000:],
         "first_to_end": reply.get("first_to_end"),
+        "compile": reply.get("interactor_compile"),  # a compiled interactor's: whether it was held
     }
 
 
@@ -207,9 +210,10 @@ def native(
     spec["argv"] = [*spec["argv"], *argv]
     request = {"kind": "run", "limits": limits.to_dict(), "native": spec}
     if spec["compile"] is None:  # the source itself runs (a runtime's script)
-        return Request(request, _with_stdin({"source": source}, stdin), limits, native=True)
+        return Request(request, _with_stdin({"source": source}, stdin), limits)
     payload = _payload.pack({"compile": spec["compile"], "headers": list(headers)}, source, *headers.values())
-    return Request(request, _with_stdin({"payload": payload}, stdin), limits, native=True)
+    blobs = _with_stdin({"payload": payload}, stdin)
+    return Request(request, blobs, limits, compile_wall_s=limits.compile_wall_s)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,7 +249,12 @@ def interactive(code: bytes, language: str, interactor: InteractorSpec, limits: 
         "interactor": interactor_part,
     }
     blobs = judge.with_attachments({"payload": candidate_payload, "interactor_payload": interactor_payload})
-    return Request(request, blobs, limits, interactive=True, native=language != "python")
+    members = (("candidate", candidate_part, limits), ("interactor", interactor_part, interactor.limits))
+    # Either side may compile first (an interactor in C++ for a Python program, too): both count.
+    compile_s = sum(
+        caps.compile_wall_s for _, part, caps in members if "native" in part and part["native"]["compile"]
+    )
+    return Request(request, blobs, limits, compile_wall_s=compile_s, interactive=True)
 
 
 def _member(

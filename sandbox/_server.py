@@ -294,6 +294,8 @@ class Server:
         header, outputs = Run(self, request["limits"]).interactive(fds, request, binaries)
         if "candidate" in compiled:
             header["compile"] = compiled["candidate"]
+        if "interactor" in compiled:
+            header["interactor_compile"] = compiled["interactor"]
         return header, outputs
 
     def _binary(

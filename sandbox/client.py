@@ -485,9 +485,9 @@ class _Server:
         return request.result(reply, outputs)
 
     def _margin(self, request: Request) -> float:
-        """Time beyond the run's wall limit before the server is presumed lost (a compile's too)."""
-        compile_s = request.limits.compile_wall_s if request.native else 0.0
-        return self.sandbox.config.margin_s + compile_s
+        """Time beyond the run's wall limit before the server is presumed lost: its compiles' too,
+        whichever side of the run compiles (sandbox._request.Request.compile_wall_s)."""
+        return self.sandbox.config.margin_s + request.compile_wall_s
 
     def lost(self) -> bool:
         """True when the server's end of the channel has closed: it died between runs.

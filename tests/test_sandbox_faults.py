@@ -6,6 +6,7 @@ host's OOM killer or a container runtime would send them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -178,3 +179,24 @@ def test_the_same_faults_as_an_unprivileged_user() -> None:
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
     assert " passed" in completed.stdout and "skipped" not in completed.stdout
+
+
+def test_a_slow_compiling_interactor_is_waited_for_compiled_once_and_judged() -> None:
+    """The client's wait for a run counts every compile in it, the interactor's too when the
+    program is Python: with a margin far below testlib's compile time, a wait that counted only the
+    program's language took the server for lost on every try, and the interactor was never kept."""
+    from test_judging import GUESS_CPP, SEARCH
+
+    from evalfarm.envs.codecontests.interactive import InteractiveJudge, Interactor
+    from evalfarm.envs.runtime import sandbox_config
+    from evalfarm.sandbox import Limits
+
+    config = dataclasses.replace(sandbox_config(), margin_s=0.5)
+    limits = Limits(wall_s=1.0, cpu_s=1.0)
+    with Sandbox(slot=913, config=config) as sandbox:
+        judge = InteractiveJudge(Interactor("cpp", GUESS_CPP), sandbox)
+        runs = [judge.run(SEARCH, "python", secret, "", limits) for secret in ("777\n", "1\n")]
+        restarts = sandbox.take_restarts()
+    assert [verdict.status for verdict, _ in runs] == [Status.OK, Status.OK], runs
+    assert [run.judge["compile"]["cached"] for _, run in runs] == [False, True]
+    assert restarts == {}
