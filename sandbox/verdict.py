@@ -331,9 +331,10 @@ def exception_name(stderr: bytes) -> str | None:
 
 
 def first_error(message: str) -> str:
-    """The compiler's first error line (`main.cpp:3:5: error: ...`), else its first line."""
+    """The compiler's first error line (`main.cpp:3:5: error: ...`, a syntax check's
+    `SyntaxError: ...`), else its first line."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     for line in lines:
-        if "error" in line:
+        if "error" in line or "Error:" in line:
             return line[:500]
     return lines[0][:500] if lines else ""

@@ -283,11 +283,13 @@ def test_verls_own_client_scores_every_language(farm: Farm, language: str) -> No
             f"{farm.url}/run_code", ADD, PROGRAMS[own][behaviour], timeout=10, language=language
         )
         assert results == expected, (behaviour, metadata)
+    results, metadata = check(
+        f"{farm.url}/run_code", ADD, PROGRAMS[own]["syntax"], timeout=10, language=language
+    )
     if own in COMPILED:
-        results, metadata = check(
-            f"{farm.url}/run_code", ADD, PROGRAMS[own]["syntax"], timeout=10, language=language
-        )
         assert results == [-4, -4, -4] and metadata[0]["status"] == "compile_error", metadata
+    else:  # SandboxFusion runs JavaScript uncompiled: its syntax error is the run's, as there
+        assert results == [-2, -2, -2] and "SyntaxError" in metadata[0]["stderr"], metadata
 
 
 @pytest.mark.parametrize("language", ["c", "javascript", "pypy3"])  # SandboxFusion's other names

@@ -86,12 +86,14 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "if(a>3)process.exit(4);console.log(a+b);\n",
         "spin": 'const [a,b]=require("fs").readFileSync(0,"utf8").trim().split(/\\s+/).map(Number);'
         "while(a>5){}console.log(a+b);\n",
+        "syntax": "function main( {\n",
     },
     "pypy3": {
         "sum": "a, b = map(int, input().split())\nprint(a + b)\n",
         "wrong": "a, b = map(int, input().split())\nprint(a - b)\n",
         "crash": "a, b = map(int, input().split())\nif a > 3:\n    raise SystemExit(4)\nprint(a + b)\n",
         "spin": "a, b = map(int, input().split())\nwhile a > 5:\n    pass\nprint(a + b)\n",
+        "syntax": "def main(:\n    pass\n",
     },
 }
 ADD = {
@@ -134,10 +136,7 @@ def test_each_language_gets_the_verdict_of_the_same_python_program(
 ) -> None:
     result = contest(ctx, language, PROGRAMS[language][behaviour])
     assert (result["status"], result["reward"]) == EXPECTED[behaviour], result
-    if language in COMPILED:
-        assert result["compile"]["status"] == "ok"
-    else:
-        assert "compile" not in result  # nothing to compile: the source runs
+    assert result["compile"]["status"] == "ok"  # Node.js and PyPy: their syntax check
 
 
 @pytest.mark.parametrize("language", PER_LANGUAGE)
@@ -146,9 +145,9 @@ def test_a_program_past_its_time_is_a_timeout(ctx: Context, language: str) -> No
     assert (result["status"], result["reward"]) == ("timeout", 0.0), result
 
 
-@pytest.mark.parametrize("language", [pytest.param(name, marks=needs(name)) for name in COMPILED])
+@pytest.mark.parametrize("language", PER_LANGUAGE)
 def test_a_job_compiles_once_and_a_compile_error_is_a_syntax_error(ctx: Context, language: str) -> None:
-    code = PROGRAMS[language]["sum"] + ("\n// once\n" if language != "pypy3" else "")
+    code = PROGRAMS[language]["sum"] + ("\n# once\n" if language == "pypy3" else "\n// once\n")
     first, again = contest(ctx, language, code), contest(ctx, language, code)
     assert (first["compile"]["cached"], again["compile"]["cached"]) == (False, True)
     broken = contest(ctx, language, PROGRAMS[language]["syntax"])
@@ -158,6 +157,28 @@ def test_a_job_compiles_once_and_a_compile_error_is_a_syntax_error(ctx: Context,
         "syntax_error",
     )
     assert "feedback" in broken and broken["passed"] == 0
+
+
+# A syntax error in a script, checked before the first test runs (as CPython's programs are) with the
+# runtime's own check, its message the result's stderr: never a runtime_error of every test.
+SCRIPT_SYNTAX_ERRORS = {
+    "nodejs": (
+        "console.log(1);\nfunction (x) {}\n",
+        "SyntaxError: Function statements require a function name",
+    ),
+    "pypy3": ("print(1)\nprint(f'{1!z}')\n", "SyntaxError: f-string: invalid conversion character"),
+}
+
+
+@pytest.mark.parametrize("language", [pytest.param(name, marks=needs(name)) for name in SCRIPT_SYNTAX_ERRORS])
+def test_a_scripts_syntax_error_is_found_before_its_first_test(ctx: Context, language: str) -> None:
+    code, message = SCRIPT_SYNTAX_ERRORS[language]
+    result = program(ctx, language, code)
+    assert (result["status"], result["stdout"]) == ("syntax_error", ""), result  # nothing of it ran
+    assert message in result["stderr"] and message in result["error"], result
+    judged = contest(ctx, language, code)
+    assert (judged["status"], judged["reward"], judged["passed"]) == ("syntax_error", 0.0, 0), judged
+    assert all(test["status"] == "syntax_error" for test in judged["tests"]), judged
 
 
 def test_a_completions_block_in_each_language_is_found(ctx: Context) -> None:
