@@ -266,7 +266,7 @@ class Server:
         if failed is not None:
             return failed
         try:
-            executable = self._runtime(native["runtime"]) if native.get("runtime") else binary_fd
+            executable = self.runtime(native["runtime"]) if native.get("runtime") else binary_fd
         except OSError as error:
             return {"unavailable": f"the runtime {native['runtime']}: {error.strerror}"}, []
         header, outputs = Run(self, request["limits"]).native(
@@ -291,6 +291,11 @@ class Server:
             if failed is not None:
                 failed[0]["compile_failed_role"] = role
                 return failed
+            if native.get("runtime"):
+                try:
+                    self.runtime(native["runtime"])
+                except OSError as error:
+                    return {"unavailable": f"the runtime {native['runtime']}: {error.strerror}"}, []
         header, outputs = Run(self, request["limits"]).interactive(fds, request, binaries)
         if "candidate" in compiled:
             header["compile"] = compiled["candidate"]
@@ -321,7 +326,7 @@ class Server:
             self.binaries.put(native["key"], binary_fd, facts["binary_bytes"])
         return binary_fd, compiled, None
 
-    def _runtime(self, path: str) -> int:
+    def runtime(self, path: str) -> int:
         """A descriptor of a runtime's executable (the JVM, node, pypy3), opened once per server."""
         fd = self.runtimes.get(path)
         if fd is None:
