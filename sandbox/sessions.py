@@ -30,7 +30,8 @@ from evalfarm.sandbox.status import Status
 
 INTERRUPT_GRACE_S = 1.0  # how long an interrupted cell has to give up before the session is killed
 START_TIMEOUT_S = 30.0
-MAX_REPORT_BYTES = 256 << 10
+MAX_REPORT_BYTES = 256 << 10  # sandbox._session writes its report within this
+MALFORMED = "the cell's report was malformed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,15 +176,11 @@ class Interpreter:
         status, error, value, exception = Status.OK, None, None, None
         if timed_out or report.get("interrupted"):
             status, error = Status.TIMEOUT, "the cell ran past its timeout and was interrupted"
-        elif isinstance(report.get("error"), dict):
-            exception = _exception(report["error"])
-            name, text = exception["ename"], exception["evalue"]
-            status = Status.MEMORY_LIMIT if name == "MemoryError" else Status.RUNTIME_ERROR
-            error = f"{name}: {text}" if text else name
-        elif "value" in report:
-            value = report["value"] if isinstance(report["value"], str) else None
         else:
-            status, error = Status.RUNTIME_ERROR, "the cell's report was malformed"
+            try:
+                status, error, value, exception = _said(report)
+            except Exception:  # a report the cell's process wrote is its own, however it is made
+                status, error = Status.RUNTIME_ERROR, MALFORMED
         if status is Status.OK and self.cgroups is not None and self.cgroups.oom_killed():
             status, error = Status.MEMORY_LIMIT, "a process of the session was killed for memory"
         result = cell.result(status, value, error, alive=True, run_s=time.monotonic() - started)
@@ -236,6 +233,30 @@ def _readable(fd: int, timeout_s: float) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     return bool(poller.poll(timeout_s * 1000))
+
+
+def _said(report: dict[str, Any]) -> tuple[Status, str | None, str | None, dict[str, Any] | None]:
+    """What a cell's report says: its status, error, value and exception."""
+    if isinstance(report.get("error"), dict):
+        exception = _exception(report["error"])
+        name, text = exception["ename"], exception["evalue"]
+        status = Status.MEMORY_LIMIT if name == "MemoryError" else Status.RUNTIME_ERROR
+        return status, f"{name}: {text}" if text else name, None, exception
+    if "value" in report:
+        return Status.OK, None, report["value"] if isinstance(report["value"], str) else None, None
+    return Status.RUNTIME_ERROR, MALFORMED, None, None
+
+
+def _parsed(line: bytes) -> dict[str, Any]:
+    """A report line as the cell's process wrote it. Anything there may be the cell's own writing
+    (it holds the pipe while it runs), so a line that does not parse, whatever the parser raises
+    (a RecursionError for deep nesting, a ValueError, a MemoryError), is a malformed report, the
+    cell's failure, never the host's."""
+    try:
+        report = json.loads(line)
+    except Exception:
+        return {"malformed": True}
+    return report if isinstance(report, dict) else {"malformed": True}
 
 
 def _exception(reported: dict[str, Any]) -> dict[str, Any]:
@@ -306,12 +327,7 @@ class _Cell:
     def _parse_report(self) -> None:
         if self.report is not None:
             return
-        text = b"".join(self.chunks["report"]).split(b"\n", 1)[0]
-        try:
-            report = json.loads(text)
-        except ValueError:
-            report = {"malformed": True}
-        self.report = report if isinstance(report, dict) else {"malformed": True}
+        self.report = _parsed(b"".join(self.chunks["report"]).split(b"\n", 1)[0])
 
     def result(
         self, status: Status, value: str | None, error: str | None, alive: bool, run_s: float

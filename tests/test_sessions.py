@@ -203,6 +203,44 @@ def test_a_run_cannot_forge_the_farms_status(
     assert run(interpreter, "2 + 2").status in ({Status.OK} if alive else {Status.RUNTIME_ERROR})
 
 
+# What a cell may write on its own report pipe while it runs (it holds the pipe then): whatever it is,
+# a report the host cannot read is the cell's runtime_error, and the session lives on. A parser that
+# raised out of the host (RecursionError on deep nesting) ended the session as the host's fault.
+REPORT_BOMBS = {
+    "deep_nesting": "b'[' * 100_000 + b'\\n'",
+    "huge_frame": "b'x' * (1 << 20) + b'\\n'",
+    "frame_without_end": "b'{' * (1 << 20)",
+    "not_utf8": "b'\\xff\\xfe{}\\n'",
+    "not_an_object": "b'[1, 2]\\n'",
+    "deep_exception": "b'{\"error\": {\"ename\": ' + b'[' * 900 + b']' * 900 + b'}}\\n'",
+}
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("bomb", sorted(REPORT_BOMBS))
+def test_a_report_bomb_is_the_cells_runtime_error_and_the_session_lives_on(
+    interpreter: Interpreter, bomb: str
+) -> None:
+    run(interpreter, "x = 41")
+    write = f"os.write(fd, {REPORT_BOMBS[bomb]})"
+    code = f"import os\nfor fd in range(4, 64):\n    try: {write}\n    except OSError: pass\n"
+    result = run(interpreter, code)
+    assert (result.status, result.alive) == (Status.RUNTIME_ERROR, True), result
+    assert run(interpreter, "x + 1").value == "42"
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("text", ["'\\u00e9' * 70_000", "'\\U0001F600' * 70_000", "[chr(0xd800)] * 20_000"])
+def test_a_long_value_is_cut_never_taken_for_a_malformed_report(interpreter: Interpreter, text: str) -> None:
+    """A value whose repr escapes to more than the host keeps of a report (non-ASCII, lone
+    surrogates) is cut to fit: the cell's honest report always reaches the host whole."""
+    result = run(interpreter, text)
+    assert (result.status, result.alive) == (Status.OK, True), result
+    assert result.value is not None and result.value.endswith("...")
+    failed = run(interpreter, f"raise ValueError({text})")
+    assert failed.status is Status.RUNTIME_ERROR and failed.exception["ename"] == "ValueError", failed
+
+
 @pytest.mark.sandbox
 def test_reports_planted_in_one_session_never_reach_another(slot: Sandbox, interpreter: Interpreter) -> None:
     """A thread left behind writes reports on every descriptor it can find, all the time: what it
