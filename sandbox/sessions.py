@@ -31,6 +31,7 @@ from evalfarm.sandbox.status import Status
 INTERRUPT_GRACE_S = 1.0  # how long an interrupted cell has to give up before the session is killed
 START_TIMEOUT_S = 30.0
 MAX_REPORT_BYTES = 256 << 10  # sandbox._session writes its report within this
+MIN_OUTPUT_BYTES = 4096  # the least a session's output cap may be
 MALFORMED = "the cell's report was malformed"
 
 
@@ -47,6 +48,8 @@ class CellResult:
     run_s: float = 0.0
     truncated: tuple[str, ...] = ()  # streams cut at the output cap
     exception: dict[str, Any] | None = None  # what the cell raised: ename, evalue, traceback (lines)
+    output_bytes: int = 0  # the cap each stream was held to
+    notice: str | None = None  # what cut the output, when a stream was cut
 
     def to_dict(self) -> dict[str, Any]:
         """The cell's result as the gateway answers it (the contract's status names)."""
@@ -60,6 +63,8 @@ class CellResult:
             "run_s": round(self.run_s, 6),
             "truncated": list(self.truncated),
             "exception": self.exception,
+            "output_bytes": self.output_bytes,
+            "notice": self.notice,
         }
 
 
@@ -74,11 +79,16 @@ class Interpreter:
         self.cgroups = cgroups
         self.limits = limits
         self.ended: str | None = None  # why the interpreter is gone, once it is
+        self.output_note = "the session's output_bytes"  # what sets the output cap, for a cut's notice
 
     @classmethod
-    def start(cls, sandbox: Sandbox, limits: Limits, cgroup_name: str | None = None) -> Interpreter:
+    def start(
+        cls, sandbox: Sandbox, limits: Limits, cgroup_name: str | None = None, output_note: str | None = None
+    ) -> Interpreter:
         """A new interpreter on `sandbox`'s slot, in cgroups named `cgroup_name` (when the machine
-        has a writable hierarchy) capping its memory and processes; raises SandboxError."""
+        has a writable hierarchy) capping its memory and processes; raises SandboxError.
+        `output_note`: what set `limits.output_bytes`, when not the session's own limit (a notice
+        of each cut says it)."""
         cgroups = None
         if cgroup_name is not None:
             cgroups, _ = _cgroups.create(cgroup_name, cpu=True)
@@ -91,6 +101,7 @@ class Interpreter:
                 cgroups.remove()
             raise
         interpreter = cls(channel, pidfd, cgroups, limits)
+        interpreter.output_note = output_note or interpreter.output_note
         interpreter._hello()
         if cgroups is not None:
             cgroups.joined()
@@ -132,8 +143,16 @@ class Interpreter:
             return self._ended_result(cell, started, timed_out=False)
         timed_out = self._watch(cell, started + (timeout_s or self.limits.wall_s))
         if cell.report is None:
-            return self._ended_result(cell, started, timed_out)
-        return self._reported(cell, started, timed_out)
+            return self._with_notice(self._ended_result(cell, started, timed_out))
+        return self._with_notice(self._reported(cell, started, timed_out))
+
+    def _with_notice(self, result: CellResult) -> CellResult:
+        """The result with its streams' cap, and a notice of what cut them when they were cut."""
+        cap = self.limits.output_bytes
+        notice = None
+        if result.truncated:
+            notice = f"{' and '.join(result.truncated)} cut at {cap} bytes ({self.output_note})"
+        return dataclasses.replace(result, output_bytes=cap, notice=notice)
 
     def _send(self, code: bytes, stdin: bytes, cell: _Cell) -> None:
         ours = [_payload.memfd(code, "evalfarm-cell"), _payload.memfd(stdin, "evalfarm-stdin")]
@@ -226,6 +245,12 @@ class Interpreter:
         if self.cgroups is not None:
             self.cgroups.remove()
             self.cgroups = None
+
+
+def held_bytes(output_bytes: int) -> int:
+    """The most a session's manager holds of one cell at once: both streams at their cap, and the
+    report."""
+    return 2 * output_bytes + MAX_REPORT_BYTES
 
 
 def _readable(fd: int, timeout_s: float) -> bool:
