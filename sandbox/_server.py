@@ -51,6 +51,7 @@ from evalfarm.sandbox.limits import Limits
 
 CONTROL_FD = 200  # the client's socket is moved here, clear of the run's descriptors
 RUN_UID = 1000  # a run's uid inside the user namespace, when the worker is not root
+CLEAR_TIMEOUT_S = 10.0  # how long an earlier server's runs may take to end before this one fails
 
 
 class Server:
@@ -148,6 +149,8 @@ class Server:
             return
         self.cgroups, reason = _cgroups.create(self.config["cgroup"])
         self.layers["cgroups"] = f"on ({self.cgroups.description})" if self.cgroups else f"off ({reason})"
+        if self.cgroups is not None:  # the slot's earlier server's runs: gone before this one's start
+            self.cgroups.clear(CLEAR_TIMEOUT_S)
 
     def _setup_seccomp(self) -> None:
         if _seccomp.supported():
