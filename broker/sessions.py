@@ -117,6 +117,8 @@ class SessionResult:
     run_s: float = 0.0
     truncated: tuple[str, ...] = ()
     exception: dict[str, Any] | None = None  # what the run raised: ename, evalue, traceback lines
+    output_bytes: int | None = None  # the cap each stream was held to
+    notice: str | None = None  # what cut the output (the session's limit, or its node's budget)
     infra_reason: str | None = None
 
     @classmethod

@@ -218,6 +218,9 @@ class WorkerSettings(FarmSettings):
     sessions: int = Field(default=32, ge=0, le=4096, description="sessions held at once; 0: none")
     session_cpu_share: float = Field(default=0.5, gt=0, le=1, description="of the node's cores, for all")
     session_max_lifetime_s: float = Field(default=24 * 3600.0, gt=0, description="no session lives longer")
+    # What the session host holds of its sessions' output at once, all of them together: each
+    # session's cap per stream comes from it (workers.sessions.output_budget).
+    session_output_mb: int = Field(default=256, ge=1, description="output held for all sessions at once")
 
 
 class GatewaySettings(ClientSettings):

@@ -7,7 +7,8 @@ The response (`RunCodeResponse`), HTTP 200 whatever the program did: `status` "S
 exited 0), "Failed" (a non-zero exit, a crash: `return_code` is minus the signal, a timeout:
 `TimeLimitExceeded` with `return_code` null) or "SandboxError"; `run_result` with `status`
 ("Finished", "TimeLimitExceeded", "Error"), `execution_time`, `return_code`, `stdout`, `stderr`;
-`compile_result` null for Python (it compiles nothing), for C++ the compile's `CommandRunResult`
+`compile_result` null for Python, Node.js and PyPy (SandboxFusion compiles none of them: a syntax
+error is the run's failure), for C++ and the other compiled languages the compile's `CommandRunResult`
 (`Finished` with the compiler's `return_code`, or `TimeLimitExceeded`; a program that did not compile
 has no `run_result` and answers "Failed", as SandboxFusion's runner does); `message`;
 `executor_pod_name`; `files`. C++ runs as the farm's `cpp` (g++ -std=gnu++17 -O2, static), compiled
@@ -40,7 +41,7 @@ from evalfarm.broker.result import Result
 from evalfarm.broker.sessions import MAX_RUN_TIMEOUT_S, SessionResult, SessionSpec
 from evalfarm.gateway.app import Gateway, RequestError, read_json, route
 from evalfarm.gateway.responses import JSONResponse
-from evalfarm.sandbox.languages import NAMES
+from evalfarm.sandbox.languages import NAMES, canonical
 from evalfarm.sandbox.limits import MAX_LIMITS
 
 # SandboxFusion's `Language` (sandbox/runners/types.py).
@@ -50,6 +51,10 @@ Language = Literal[
     "verilog", "python_gpu", "lean", "swift", "racket", "c", "pypy3", "javascript",
 ]  # fmt: skip
 RUNS = set(NAMES)  # the languages the farm runs (sandbox.languages)
+# What SandboxFusion runs with no compile step: the farm's syntax check of a Node.js or PyPy program
+# is its compile, but here a program that fails it answers as SandboxFusion's run of it does (a run
+# that exits 1 with the SyntaxError on its stderr), with no `compile_result`.
+_SCRIPTS = {"python", "nodejs", "pypy3"}
 _CLIENT_MARGIN_S = 8.0  # under the 10 s verl's client adds to a request's compile and run timeouts
 
 
@@ -177,11 +182,11 @@ async def run_code(request: Request, gateway: Gateway) -> Response:
     # reaches it as a 504 (which it retries) before it gives up on its own.
     deadline_s = job["limits"]["wall_s"] + job["limits"].get("compile_wall_s", 0.0) + _CLIENT_MARGIN_S
     [result] = await gateway.score("/run_code", [job], deadline_s)
-    body, http_status = answer_of(result)
+    body, http_status = answer_of(result, parsed.language)
     return JSONResponse(body, status_code=http_status)
 
 
-def answer_of(result: Result) -> tuple[dict[str, Any], int]:
+def answer_of(result: Result, language: str = "python") -> tuple[dict[str, Any], int]:
     """The `RunCodeResponse` of a program's result, and its HTTP status.
 
     A verdict on the program, whatever it is, is HTTP 200 in SandboxFusion's shapes ("Success" or
@@ -190,12 +195,14 @@ def answer_of(result: Result) -> tuple[dict[str, Any], int]:
     after the farm's retries), the one status verl's client posts again (it scores a 200
     SandboxError, and any other non-2xx, as an API error at once); HTTP 200 for a request the farm
     refused (invalid_job) or a result with no verdict that no retry changes (judge_error).
+    `language`: the request's, in SandboxFusion's names.
     """
     if result.is_infra:
         return response("SandboxError", f"the farm failed: {result.get('error')}"), 504
     if not result.has_reward:
         return response("SandboxError", f"{result.status}: {result.get('error')}"), 200
-    compiled = compile_result_of(result)
+    # SandboxFusion compiles neither Node.js nor PyPy (nor Python): their syntax error is the run's.
+    compiled = compile_result_of(result) if canonical(language) not in _SCRIPTS else None
     if compiled is not None and (compiled["status"] != "Finished" or compiled["return_code"] != 0):
         return response("Failed", "", None, result.get("files"), compiled), 200
     run = run_result_of(result)

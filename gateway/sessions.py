@@ -6,7 +6,9 @@
 - `POST /v1/sessions/{id}/run` `{"code", "stdin"?, "timeout_s"?}` -> 200 and the run's result:
   `status` (the contract's), `stdout`, `stderr`, `value` (the repr of the last expression's value, as
   a notebook shows it, or null), `error`, `exception` (ename, evalue, traceback), `session_alive`,
-  `run_s`, `truncated`, `expires_at`. A run past its timeout is interrupted: `status` "timeout", and
+  `run_s`, `truncated` (the streams cut), `output_bytes` (each stream's cap: the session's
+  `output_bytes`, or less where its node's output budget allows less), `notice` (what cut them),
+  `expires_at`. A run past its timeout is interrupted: `status` "timeout", and
   `session_alive` says whether the session lived through it. A session whose node died answers
   `infra_error` with `infra_reason` "session_lost". 404 for a session unknown, closed or ended.
 - `DELETE /v1/sessions/{id}` -> 204 (404 when there is no such session).

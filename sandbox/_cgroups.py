@@ -11,7 +11,11 @@ control files, so they still work after it pivots into its skeleton root.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import signal
+import time
 
 _SLACK_MB = 64  # the interpreter's own pages a run dirties on top of the program's memory
 
@@ -73,6 +77,39 @@ class SlotCgroups:
         if peak and self._peak is not None:
             os.pwrite(self._peak, b"0" if self.version == 1 else b"reset", 0)
             self._usage_before = int(os.pread(self._usage, 64, 0))
+
+    def clear(self, timeout_s: float) -> int:
+        """Kill whatever is still in these cgroups and wait until they are empty; how many were
+        killed. For a slot's new fork server: its predecessor's runs die with it (their
+        parent-death signal), but not at once, and a compile still running there would share the
+        slot's limits, its OOM count and its CPU time with the new server's runs, or refuse them
+        a memory limit below its own usage (EBUSY). Raises OSError when some outlive `timeout_s`."""
+        killed: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while members := self.members():
+            if time.monotonic() > deadline:
+                raise OSError(errno.EBUSY, f"{len(members)} earlier processes would not end", self.dirs[0])
+            pidfds = {}
+            for pid in members - killed:
+                with contextlib.suppress(ProcessLookupError):
+                    pidfds[pid] = os.pidfd_open(pid)
+            still = self.members()  # a pidfd taken while its pid is still here is that process's
+            for pid, fd in pidfds.items():
+                if pid in still:
+                    with contextlib.suppress(ProcessLookupError):
+                        signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    killed.add(pid)
+                os.close(fd)
+            time.sleep(0.01)
+        return len(killed)
+
+    def members(self) -> set[int]:
+        """The processes in these cgroups now."""
+        found: set[int] = set()
+        for path in self.dirs:
+            with open(f"{path}/cgroup.procs") as procs:
+                found.update(int(line) for line in procs if line.strip())
+        return found
 
     def joined(self) -> None:
         """Close the `cgroup.procs` descriptors once the process that had to join has (a session's

@@ -13,7 +13,8 @@
  * command line (sandbox/_native.py builds it), so the policy lives in one place, in Python. It is
  * started as PID 1 of a fresh PID namespace with its descriptors in place:
  *   0, 1, 2  the run's stdin, stdout and stderr pipes
- *   3        the result channel: {"setup_error": ...} on a failure, {"started": true} before the exec
+ *   3        the result channel: {"setup_error": ...} on a failure, {"started": true} before the exec,
+ *            {"exec_error": ..., "errno": n} when the exec itself fails
  *   4        the binary (a sealed memfd the server holds)
  *   5...     the cgroup.procs files of the slot's cgroups (`cgroup_fds=N` of them, at most 5)
  *   10...    a judge program's attachments (`attached=N` of them): read-only memfds it opens as
@@ -144,11 +145,13 @@ static char *append_number(char *to, long value) {
     return to;
 }
 
-/* Report `{"<key>": "launcher: <step>: errno <n>"}` on the result channel and end the run. */
+/* Report `{"<key>": "launcher: <step>: errno <n>", "errno": <n>}` on the result channel and end
+ * the run (the number apart, so that the client may tell an exec the build refused from the host's). */
 static void fail_as(const char *key, const char *step, long error) {
     char line[512];
     char *end = append(append(append(append(line, "\n{\""), key), "\": \"launcher: "), step);
-    end = append(append_number(append(end, ": errno "), -error), "\"}\n");
+    end = append(append_number(append(end, ": errno "), -error), "\", \"errno\": ");
+    end = append(append_number(end, -error), "}\n");
     SYS(__NR_write, RESULT_FD, line, end - line);
     SYS(__NR_exit_group, SETUP_FAILED_EXIT);
     __builtin_unreachable();
@@ -347,7 +350,9 @@ static void exec_binary(char **argv, char **envp) {
     long address_space = number("address_space_bytes");
     limit(RLIMIT_AS, address_space, address_space, "RLIMIT_AS");
     long error = SYS(__NR_execveat, BINARY_FD, "", argv, envp, AT_EMPTY_PATH);
-    /* After "started": a report the server believes only from a native run, which no program writes. */
+    /* After "started": a report the client believes only from a native run, which no program writes.
+     * The errno says whose failure it is: an exec the program's own build refused (its ELF
+     * interpreter, its format) is the program's, the host's lack of resources is the farm's. */
     fail_as("exec_error", "execveat", error);
 }
 

@@ -53,15 +53,18 @@ class Request:
     blobs: dict[str, bytes]
     limits: Limits
     judged: bool = False
-    native: bool = False
+    # How long its compiles may take before it runs, one after another (a program's, an interactor's,
+    # each within its own `compile_wall_s`): the client waits that much longer for the reply.
+    compile_wall_s: float = 0.0
     fetch: tuple[str, ...] = ()
     interactive: bool = False
-    compile_wall_s: float = 0.0  # the compiles the run may start (its reply may take that much longer)
+    own_builds: tuple[str, ...] = ()  # roles whose process executes their own build (no runtime)
 
     def _interactor(self, reply: dict[str, Any], outputs: dict[str, bytes]) -> dict[str, Any] | None:
         if not self.interactive:
             return None
-        return _interactor_facts(reply, outputs, self.header["interactor"]["limits"])
+        own_build = "interactor" in self.own_builds
+        return _interactor_facts(reply, outputs, self.header["interactor"]["limits"], own_build)
 
     def result(self, reply: dict[str, Any], outputs: dict[str, bytes]) -> RunResult:
         """The run's result, from the server's observations and the run's outputs."""
@@ -84,7 +87,7 @@ class Request:
         error: str | None
         stdout, stderr = outputs.get("stdout", b""), outputs.get("stderr", b"")
         candidate = verdict.Observed.from_header(
-            members["candidate"], read_report(outputs.get("report", b""))
+            members["candidate"], read_report(outputs.get("report", b"")), "candidate" in self.own_builds
         )
         if self.judged:
             judge = verdict.Observed.from_header(
@@ -96,6 +99,9 @@ class Request:
             status, error = Status.INVALID_JOB, str(candidate.report["input_error"])
         else:
             status, error = verdict.classify(candidate, limits, stderr)
+        interactor = self._interactor(reply, outputs)
+        if interactor is not None and interactor["status"] == Status.INFRA_ERROR.value:
+            status, error = Status.INFRA_ERROR, f"the interactor's run: {interactor['error']}"
         facts = members["candidate"]
         ended_by_farm = facts.get("ended_by") == "done"
         return RunResult(
@@ -115,7 +121,7 @@ class Request:
             exception=verdict.exception_name(stderr) if status is not Status.OK else None,
             files=_fetched(outputs["files"], self.fetch) if "files" in outputs else None,
             compile=reply.get("compile"),
-            judge=judge_report if self.judged else self._interactor(reply, outputs),
+            judge=judge_report if self.judged else interactor,
         )
 
 
@@ -140,14 +146,20 @@ def attachment_path(index: int) -> str:
 
 
 def _interactor_facts(
-    reply: dict[str, Any], outputs: dict[str, bytes], limits: dict[str, Any]
+    reply: dict[str, Any], outputs: dict[str, bytes], limits: dict[str, Any], own_build: bool
 ) -> dict[str, Any]:
     """What an interactor did, for its protocol to read (the env's): its status as a program, its
-    exit, what it wrote on stderr (testlib's verdict message), and whether it ended first."""
+    exit, what it wrote on stderr (testlib's verdict message), and whether it ended first. A build
+    the kernel would not execute is `build_error`: the interactor never ran, as one that does not
+    compile."""
     facts = reply["members"]["interactor"]
-    observed = verdict.Observed.from_header(facts, read_report(outputs.get("interactor_report", b"")))
+    report = read_report(outputs.get("interactor_report", b""))
+    observed = verdict.Observed.from_header(facts, report, own_build)
     stderr = outputs.get("interactor_stderr", b"")
     status, error = verdict.classify(observed, limits, stderr)
+    if "exec_error" in report and status is Status.RUNTIME_ERROR:
+        why = f"the interactor's build cannot be executed: {verdict.refusal(report)}"
+        return {"status": "build_error", "error": why}
     return {
         "status": status.value,
         "error": error,
@@ -157,6 +169,7 @@ def _interactor_facts(
         "wall_s": facts["wall_s"],
         "stderr": stderr.decode("utf-8", "replace")[-4000:],
         "first_to_end": reply.get("first_to_end"),
+        "compile": reply.get("interactor_compile"),  # a compiled interactor's: whether it was held
     }
 
 
@@ -208,14 +221,12 @@ def native(
     spec = languages.native_request(language, source, limits, headers)
     spec["argv"] = [*spec["argv"], *argv]
     request = {"kind": "run", "limits": limits.to_dict(), "native": spec}
-    compile_s = limits.compile_wall_s
+    own = ("candidate",) if spec["runtime"] is None else ()
     if spec["compile"] is None:  # the source itself runs (a runtime's script)
-        blobs = _with_stdin({"source": source}, stdin)
-        return Request(request, blobs, limits, native=True, compile_wall_s=compile_s)
+        return Request(request, _with_stdin({"source": source}, stdin), limits, own_builds=own)
     payload = _payload.pack({"compile": spec["compile"], "headers": list(headers)}, source, *headers.values())
-    return Request(
-        request, _with_stdin({"payload": payload}, stdin), limits, native=True, compile_wall_s=compile_s
-    )
+    blobs = _with_stdin({"payload": payload}, stdin)
+    return Request(request, blobs, limits, compile_wall_s=limits.compile_wall_s, own_builds=own)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,15 +262,13 @@ def interactive(code: bytes, language: str, interactor: InteractorSpec, limits: 
         "interactor": interactor_part,
     }
     blobs = judge.with_attachments({"payload": candidate_payload, "interactor_payload": interactor_payload})
-    # Either side may be compiled first (the interactor under its own limits): the reply waits for both.
+    members = (("candidate", candidate_part, limits), ("interactor", interactor_part, interactor.limits))
+    own = tuple(role for role, part, _ in members if "native" in part and part["native"]["runtime"] is None)
+    # Either side may compile first (an interactor in C++ for a Python program, too): both count.
     compile_s = sum(
-        member_limits.compile_wall_s
-        for member_language, member_limits in ((language, limits), (interactor.language, interactor.limits))
-        if member_language != "python"
+        caps.compile_wall_s for _, part, caps in members if "native" in part and part["native"]["compile"]
     )
-    return Request(
-        request, blobs, limits, interactive=True, native=language != "python", compile_wall_s=compile_s
-    )
+    return Request(request, blobs, limits, compile_wall_s=compile_s, interactive=True, own_builds=own)
 
 
 def _member(
@@ -304,18 +313,33 @@ def _with_stdin(blobs: dict[str, bytes], stdin: bytes) -> dict[str, bytes]:
 
 
 def read_report(data: bytes) -> dict[str, Any]:
-    """A report's records merged in order (JSON lines from the sandbox's own code)."""
+    """A report's records merged in order (JSON lines from the sandbox's own code; blank lines
+    between them are nothing).
+
+    A report that cannot be read is the sandbox's failure (`setup_error`) only while its own code
+    had the process: after the record that says the program started, the process was the
+    program's, so what cannot be read from then on is marked `unreadable`, the program's doing.
+    """
     report: dict[str, Any] = {}
-    if len(data) > MAX_REPORT_BYTES:
-        return {"setup_error": f"a report of {len(data)} bytes (the sandbox writes a few lines)"}
-    for line in data.splitlines():
+    whole_lines = data if len(data) <= MAX_REPORT_BYTES else data[:MAX_REPORT_BYTES].rpartition(b"\n")[0]
+    for line in whole_lines.split(b"\n"):
+        if not line.strip():
+            continue
         try:
             record = json.loads(line)
-        except ValueError:
-            return {"setup_error": "an unreadable report"}
+        except (ValueError, RecursionError):
+            return _unreadable(report, "an unreadable report")
         if isinstance(record, dict):
             report.update(record)
+    if len(data) > MAX_REPORT_BYTES:
+        return _unreadable(report, f"a report of {len(data)} bytes (the sandbox writes a few lines)")
     return report
+
+
+def _unreadable(report: dict[str, Any], why: str) -> dict[str, Any]:
+    if report.get("started") is True:
+        return {**report, "unreadable": why}
+    return {"setup_error": why}
 
 
 def _last_verdict(data: bytes) -> dict[str, Any] | None:

@@ -254,10 +254,21 @@ class Run:
             return self._start(lambda: self.server.fork(role, plan, child), keep_open=True, in_cgroup=cgroup)
         order = (child[0], child[1], child[2], child[_runner.RESULT_FD])
         attached = tuple(fd for target, fd in sorted(child.items()) if target >= _runner.ATTACHED_FD)
-        argv = spec["native"]["argv"]
+        native = spec["native"]
+        # A runtime's build (a Java archive, a script) is staged for the runtime, which is what runs.
+        executable = self.server.runtime(native["runtime"]) if native.get("runtime") else binary_fd
+        stage_fd = binary_fd if native.get("stage") else None
         return self._start(
             lambda: self.server.spawn_native(
-                limits, binary_fd, argv, order, attached, role=role, cgroup=cgroup
+                limits,
+                executable,
+                native["argv"],
+                order,
+                attached,
+                role=role,
+                cgroup=cgroup,
+                language=native,
+                stage_fd=stage_fd,
             ),
             keep_open=True,
             in_cgroup=cgroup,

@@ -51,6 +51,7 @@ from evalfarm.sandbox.limits import Limits
 
 CONTROL_FD = 200  # the client's socket is moved here, clear of the run's descriptors
 RUN_UID = 1000  # a run's uid inside the user namespace, when the worker is not root
+CLEAR_TIMEOUT_S = 10.0  # how long an earlier server's runs may take to end before this one fails
 
 
 class Server:
@@ -148,6 +149,8 @@ class Server:
             return
         self.cgroups, reason = _cgroups.create(self.config["cgroup"])
         self.layers["cgroups"] = f"on ({self.cgroups.description})" if self.cgroups else f"off ({reason})"
+        if self.cgroups is not None:  # the slot's earlier server's runs: gone before this one's start
+            self.cgroups.clear(CLEAR_TIMEOUT_S)
 
     def _setup_seccomp(self) -> None:
         if _seccomp.supported():
@@ -266,7 +269,7 @@ class Server:
         if failed is not None:
             return failed
         try:
-            executable = self._runtime(native["runtime"]) if native.get("runtime") else binary_fd
+            executable = self.runtime(native["runtime"]) if native.get("runtime") else binary_fd
         except OSError as error:
             return {"unavailable": f"the runtime {native['runtime']}: {error.strerror}"}, []
         header, outputs = Run(self, request["limits"]).native(
@@ -291,9 +294,16 @@ class Server:
             if failed is not None:
                 failed[0]["compile_failed_role"] = role
                 return failed
+            if native.get("runtime"):
+                try:
+                    self.runtime(native["runtime"])
+                except OSError as error:
+                    return {"unavailable": f"the runtime {native['runtime']}: {error.strerror}"}, []
         header, outputs = Run(self, request["limits"]).interactive(fds, request, binaries)
         if "candidate" in compiled:
             header["compile"] = compiled["candidate"]
+        if "interactor" in compiled:
+            header["interactor_compile"] = compiled["interactor"]
         return header, outputs
 
     def _binary(
@@ -319,7 +329,7 @@ class Server:
             self.binaries.put(native["key"], binary_fd, facts["binary_bytes"])
         return binary_fd, compiled, None
 
-    def _runtime(self, path: str) -> int:
+    def runtime(self, path: str) -> int:
         """A descriptor of a runtime's executable (the JVM, node, pypy3), opened once per server."""
         fd = self.runtimes.get(path)
         if fd is None:

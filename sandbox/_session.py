@@ -32,6 +32,9 @@ from evalfarm.sandbox import _payload, _protocol
 
 CONTROL_FD = 3
 MAX_VALUE_CHARS = 64 << 10  # a value's repr past this is cut (the manager caps the report too)
+# A report's line is cut to fit this, well under what the manager keeps (sandbox.sessions'
+# MAX_REPORT_BYTES): a repr of 64 Ki characters escaped as JSON may be six or twelve times longer.
+MAX_REPORT_BYTES = 128 << 10
 
 
 def serve() -> NoReturn:
@@ -134,10 +137,33 @@ def _flush() -> None:
 
 def _write_report(fd: int, report: dict[str, Any]) -> None:
     try:
-        os.write(fd, json.dumps(report).encode() + b"\n")
+        data = memoryview(_encoded(report))
+        while data:
+            data = data[os.write(fd, data) :]
         os.close(fd)
     except OSError:  # the manager gave up on the cell, or the cell closed the pipe itself
         pass
+
+
+def _encoded(report: dict[str, Any]) -> bytes:
+    """The report as one JSON line of at most MAX_REPORT_BYTES: its longest texts (the value, the
+    exception's message and traceback) halved until it fits, each cut marked with "..."."""
+    while True:
+        data = json.dumps(report).encode() + b"\n"
+        shorter = _halved(report)
+        if len(data) <= MAX_REPORT_BYTES or shorter == report:
+            return data
+        report = shorter
+
+
+def _halved(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= 64 else value[: len(value) // 2] + "..."
+    if isinstance(value, list):  # a traceback: its last lines are the ones that say what happened
+        return [_halved(item) for item in value[len(value) // 2 :]]
+    if isinstance(value, dict):
+        return {key: _halved(item) for key, item in value.items()}
+    return value
 
 
 def _print_exception(error: BaseException | None) -> list[str]:

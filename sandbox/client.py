@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import fcntl
 import functools
@@ -12,6 +13,7 @@ import logging
 import os
 import re
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -59,6 +61,7 @@ DEFAULT_PRELOAD = (
 DEFAULT_EXTRA_PRELOAD = ("numpy",)
 # Native requests a sandbox keeps built: a job's program, its checker, and the next job's.
 NATIVE_REQUESTS_KEPT = 4
+STOP_GRACE_S = 2.0  # a server told to stop (its channel closed) has this long to exit, then is killed
 
 
 class SandboxError(Exception):
@@ -418,6 +421,9 @@ class _Server:
         self.preload = preload
         self.layers: dict[str, str] = {}
         self.process: subprocess.Popen[bytes] | None = None
+        # The server's pidfd: it waits for (and kills) the server from any process holding it, where
+        # `process.wait` works only in the process that started it (an inline pool forks after that).
+        self.pidfd = -1
         self.channel: socket.socket | None = None
 
     def launch(self) -> None:
@@ -452,6 +458,7 @@ class _Server:
             stdout=subprocess.DEVNULL,
             cwd="/",
         )
+        self.pidfd = os.pidfd_open(self.process.pid)
         theirs.close()
         self.channel = ours
 
@@ -496,7 +503,8 @@ class _Server:
         return request.result(reply, outputs)
 
     def _margin(self, request: Request) -> float:
-        """Time beyond the run's wall limit before the server is presumed lost (its compiles' too)."""
+        """Time beyond the run's wall limit before the server is presumed lost: its compiles' too,
+        whichever side of the run compiles (sandbox._request.Request.compile_wall_s)."""
         return self.sandbox.config.margin_s + request.compile_wall_s
 
     def lost(self) -> bool:
@@ -519,21 +527,38 @@ class _Server:
         if self.channel is not None:
             self.channel.close()
             self.channel = None
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
         self.process = None
 
     def stop(self) -> None:
+        """End the server and return once it is gone. A closed channel ends its loop after the run
+        it is in; one still there after STOP_GRACE_S (a run it no longer supervises, or a server
+        that stopped answering) is killed, and its runs die with it (their parent-death signal).
+        Whatever of them is left in the slot's cgroups, the next server clears before it serves."""
         self.layers = {}
         if self.channel is not None:
             self.channel.close()
             self.channel = None
+        if self.pidfd >= 0:
+            if not _exited(self.pidfd, STOP_GRACE_S):
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                _exited(self.pidfd, None)
+            os.close(self.pidfd)
+            self.pidfd = -1
         if self.process is not None:
-            # A closed channel ends the server's loop; it exits and reaps its own children.
-            try:
-                self.process.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=1)  # reaped here when this process started it
             self.process = None
+
+
+def _exited(pidfd: int, timeout_s: float | None) -> bool:
+    """Whether the process of `pidfd` exits within `timeout_s` (None: wait for it)."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(None if timeout_s is None else timeout_s * 1000))
 
 
 @functools.cache

@@ -9,8 +9,11 @@ command lines and the source (`native_request`). Adding a language is one entry 
 `.ci/run` and the worker image, and its tests.
 
 A build is either a static binary the launcher starts itself (C, C++, Go, Rust), or a file a runtime
-runs (a Java archive; for Node.js and PyPy, the source itself, with no compile): the launcher then
-starts the runtime, with the file staged in the run's private /tmp first.
+runs (a Java archive; for Node.js and PyPy, the source itself): the launcher then starts the runtime,
+with the file staged in the run's private /tmp first. Node.js and PyPy compile nothing, but their
+compile step is the runtime's own syntax check (`node --check`, PyPy's `compile()`), so that a
+program that does not parse is a `syntax_error` before its first test, as a Python program is, with
+the check's message, and a source that parses is checked once and kept like any build.
 
 Memory is capped in one of two ways (`memory`):
 - `address_space`: RLIMIT_AS at the job's `memory_mb` (plus a binary's own text), as judges do for C
@@ -93,6 +96,16 @@ _JVM = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")  # fewer threads, a faste
 _JAVA_TOOL = tuple(f"-J{flag}" for flag in _JVM)
 _JAVAC = ("javac", "-J-Xmx512m", *_JAVA_TOOL, "-encoding", "UTF-8", "-d", "/tmp/classes", "{source}")
 _JAR = ("jar", "-J-Xmx256m", *_JAVA_TOOL, "cf", "{build}", "-C", "/tmp/classes", ".")
+# PyPy's syntax check: the source compiled as the run would compile it, the error alone printed (no
+# frame of the check itself), as CPython's runs print theirs.
+_PYPY_CHECK = (
+    "import sys, traceback\n"
+    "try:\n"
+    "    compile(open(sys.argv[1], 'rb').read(), 'main.py', 'exec')\n"
+    "except Exception as error:\n"
+    "    sys.stderr.write(''.join(traceback.format_exception_only(type(error), error)))\n"
+    "    sys.exit(1)\n"
+)
 _GO_ENVIRONMENT = (
     ("CGO_ENABLED", "0"),
     ("GOCACHE", "/tmp/.gocache"),
@@ -169,6 +182,8 @@ _TABLE = (
         fences=("javascript", "js", "nodejs", "node"),
         suffixes=(".js",),
         source_name="main.js",
+        build_name="main.js",  # the checked source is the build
+        compile=(("node", "--check", "{source}"),),
         runtime="node",
         run=("--max-old-space-size={heap_mb}", "{program}"),
         memory="cgroup",
@@ -180,6 +195,8 @@ _TABLE = (
         fences=("pypy", "pypy3"),
         suffixes=(),
         source_name="main.py",
+        build_name="main.py",
+        compile=(("pypy3", "-S", "-B", "-c", _PYPY_CHECK, "{source}"),),
         runtime="pypy3",
         run=("{program}",),
         memory="cgroup",

@@ -30,7 +30,9 @@ from evalfarm.sandbox.status import Status
 
 INTERRUPT_GRACE_S = 1.0  # how long an interrupted cell has to give up before the session is killed
 START_TIMEOUT_S = 30.0
-MAX_REPORT_BYTES = 256 << 10
+MAX_REPORT_BYTES = 256 << 10  # sandbox._session writes its report within this
+MIN_OUTPUT_BYTES = 4096  # the least a session's output cap may be
+MALFORMED = "the cell's report was malformed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +48,8 @@ class CellResult:
     run_s: float = 0.0
     truncated: tuple[str, ...] = ()  # streams cut at the output cap
     exception: dict[str, Any] | None = None  # what the cell raised: ename, evalue, traceback (lines)
+    output_bytes: int = 0  # the cap each stream was held to
+    notice: str | None = None  # what cut the output, when a stream was cut
 
     def to_dict(self) -> dict[str, Any]:
         """The cell's result as the gateway answers it (the contract's status names)."""
@@ -59,6 +63,8 @@ class CellResult:
             "run_s": round(self.run_s, 6),
             "truncated": list(self.truncated),
             "exception": self.exception,
+            "output_bytes": self.output_bytes,
+            "notice": self.notice,
         }
 
 
@@ -73,11 +79,16 @@ class Interpreter:
         self.cgroups = cgroups
         self.limits = limits
         self.ended: str | None = None  # why the interpreter is gone, once it is
+        self.output_note = "the session's output_bytes"  # what sets the output cap, for a cut's notice
 
     @classmethod
-    def start(cls, sandbox: Sandbox, limits: Limits, cgroup_name: str | None = None) -> Interpreter:
+    def start(
+        cls, sandbox: Sandbox, limits: Limits, cgroup_name: str | None = None, output_note: str | None = None
+    ) -> Interpreter:
         """A new interpreter on `sandbox`'s slot, in cgroups named `cgroup_name` (when the machine
-        has a writable hierarchy) capping its memory and processes; raises SandboxError."""
+        has a writable hierarchy) capping its memory and processes; raises SandboxError.
+        `output_note`: what set `limits.output_bytes`, when not the session's own limit (a notice
+        of each cut says it)."""
         cgroups = None
         if cgroup_name is not None:
             cgroups, _ = _cgroups.create(cgroup_name, cpu=True)
@@ -90,6 +101,7 @@ class Interpreter:
                 cgroups.remove()
             raise
         interpreter = cls(channel, pidfd, cgroups, limits)
+        interpreter.output_note = output_note or interpreter.output_note
         interpreter._hello()
         if cgroups is not None:
             cgroups.joined()
@@ -131,8 +143,16 @@ class Interpreter:
             return self._ended_result(cell, started, timed_out=False)
         timed_out = self._watch(cell, started + (timeout_s or self.limits.wall_s))
         if cell.report is None:
-            return self._ended_result(cell, started, timed_out)
-        return self._reported(cell, started, timed_out)
+            return self._with_notice(self._ended_result(cell, started, timed_out))
+        return self._with_notice(self._reported(cell, started, timed_out))
+
+    def _with_notice(self, result: CellResult) -> CellResult:
+        """The result with its streams' cap, and a notice of what cut them when they were cut."""
+        cap = self.limits.output_bytes
+        notice = None
+        if result.truncated:
+            notice = f"{' and '.join(result.truncated)} cut at {cap} bytes ({self.output_note})"
+        return dataclasses.replace(result, output_bytes=cap, notice=notice)
 
     def _send(self, code: bytes, stdin: bytes, cell: _Cell) -> None:
         ours = [_payload.memfd(code, "evalfarm-cell"), _payload.memfd(stdin, "evalfarm-stdin")]
@@ -175,15 +195,11 @@ class Interpreter:
         status, error, value, exception = Status.OK, None, None, None
         if timed_out or report.get("interrupted"):
             status, error = Status.TIMEOUT, "the cell ran past its timeout and was interrupted"
-        elif isinstance(report.get("error"), dict):
-            exception = _exception(report["error"])
-            name, text = exception["ename"], exception["evalue"]
-            status = Status.MEMORY_LIMIT if name == "MemoryError" else Status.RUNTIME_ERROR
-            error = f"{name}: {text}" if text else name
-        elif "value" in report:
-            value = report["value"] if isinstance(report["value"], str) else None
         else:
-            status, error = Status.RUNTIME_ERROR, "the cell's report was malformed"
+            try:
+                status, error, value, exception = _said(report)
+            except Exception:  # a report the cell's process wrote is its own, however it is made
+                status, error = Status.RUNTIME_ERROR, MALFORMED
         if status is Status.OK and self.cgroups is not None and self.cgroups.oom_killed():
             status, error = Status.MEMORY_LIMIT, "a process of the session was killed for memory"
         result = cell.result(status, value, error, alive=True, run_s=time.monotonic() - started)
@@ -231,11 +247,41 @@ class Interpreter:
             self.cgroups = None
 
 
+def held_bytes(output_bytes: int) -> int:
+    """The most a session's manager holds of one cell at once: both streams at their cap, and the
+    report."""
+    return 2 * output_bytes + MAX_REPORT_BYTES
+
+
 def _readable(fd: int, timeout_s: float) -> bool:
     """Whether `fd` becomes readable within `timeout_s` (poll: a host holds thousands of them)."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     return bool(poller.poll(timeout_s * 1000))
+
+
+def _said(report: dict[str, Any]) -> tuple[Status, str | None, str | None, dict[str, Any] | None]:
+    """What a cell's report says: its status, error, value and exception."""
+    if isinstance(report.get("error"), dict):
+        exception = _exception(report["error"])
+        name, text = exception["ename"], exception["evalue"]
+        status = Status.MEMORY_LIMIT if name == "MemoryError" else Status.RUNTIME_ERROR
+        return status, f"{name}: {text}" if text else name, None, exception
+    if "value" in report:
+        return Status.OK, None, report["value"] if isinstance(report["value"], str) else None, None
+    return Status.RUNTIME_ERROR, MALFORMED, None, None
+
+
+def _parsed(line: bytes) -> dict[str, Any]:
+    """A report line as the cell's process wrote it. Anything there may be the cell's own writing
+    (it holds the pipe while it runs), so a line that does not parse, whatever the parser raises
+    (a RecursionError for deep nesting, a ValueError, a MemoryError), is a malformed report, the
+    cell's failure, never the host's."""
+    try:
+        report = json.loads(line)
+    except Exception:
+        return {"malformed": True}
+    return report if isinstance(report, dict) else {"malformed": True}
 
 
 def _exception(reported: dict[str, Any]) -> dict[str, Any]:
@@ -306,12 +352,7 @@ class _Cell:
     def _parse_report(self) -> None:
         if self.report is not None:
             return
-        text = b"".join(self.chunks["report"]).split(b"\n", 1)[0]
-        try:
-            report = json.loads(text)
-        except ValueError:
-            report = {"malformed": True}
-        self.report = report if isinstance(report, dict) else {"malformed": True}
+        self.report = _parsed(b"".join(self.chunks["report"]).split(b"\n", 1)[0])
 
     def result(
         self, status: Status, value: str | None, error: str | None, alive: bool, run_s: float

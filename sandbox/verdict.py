@@ -7,12 +7,18 @@ of evidence. The only words of a process's own that count are its *report*, writ
 sandbox's code before any program code ran (a setup failure, a syntax error, "started") and closed
 to the program; everything a program writes after that (its output, its stderr) is a hint that may
 choose between two failures (MemoryError means memory_limit rather than runtime_error) but never
-makes a failure a success, nor anything the farm's or the judge's fault.
+makes a failure a success, nor anything the farm's or the judge's fault. For the same reason, a
+report that turns unreadable after "started" is the program's doing, and an exec of the program's
+own build that the kernel refused (the build names a missing ELF interpreter) is the program's
+failure: the farm's is only what says nothing of the build (a runtime that cannot start, the host's
+lack of memory).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 import re
 import signal
 from collections.abc import Mapping
@@ -45,12 +51,17 @@ class Observed:
     oom_killed: bool = False
     report: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     native: bool = False
+    own_build: bool = False  # a native process that executes the program's own build, not a runtime
 
     @classmethod
-    def from_header(cls, facts: Mapping[str, Any], report: Mapping[str, Any]) -> Observed:
-        """From a fork server's facts of one process and its parsed report."""
+    def from_header(
+        cls, facts: Mapping[str, Any], report: Mapping[str, Any], own_build: bool = False
+    ) -> Observed:
+        """From a fork server's facts of one process and its parsed report; `own_build`: the
+        request had it execute the program's build itself (a static binary, no runtime)."""
         names = ("exit_code", "signal", "cpu_s", "wall_s", "max_rss_mb", "ended_by", "oom_killed", "native")
-        return cls(report=report, **{name: facts[name] for name in names if name in facts})
+        observed = {name: facts[name] for name in names if name in facts}
+        return cls(report=report, own_build=own_build and bool(observed.get("native")), **observed)
 
 
 Verdict = tuple[Status, str | None]
@@ -60,6 +71,8 @@ def classify(run: Observed, limits: Mapping[str, Any], stderr: bytes = b"") -> V
     """The status of a run of one program, and a one-line reason when it is not ok."""
     return (
         _setup_failure(run)
+        or _build_refused(run)
+        or _unreadable_report(run)
         or _ended_by_supervisor(run, limits)
         or _syntax_error(run, stderr)
         or _own_end(run, limits, stderr)
@@ -119,8 +132,58 @@ def _setup_failure(run: Observed) -> Verdict | None:
     report = run.report
     if "setup_error" in report or (run.exit_code == SETUP_FAILED_EXIT and not report.get("started")):
         return Status.INFRA_ERROR, f"{SETUP_FAILED}: {report.get('setup_error', 'no report')}"
-    if run.native and "exec_error" in report:  # written by the launcher, which no program is
+    if run.native and "exec_error" in report and not _refused_for_the_build(run):
+        # written by the launcher, which no program is: a runtime that cannot start, or the host's lack
         return Status.INFRA_ERROR, f"{SETUP_FAILED}: {report['exec_error']}"
+    return None
+
+
+# Why an exec fails that says nothing of the file executed: the host's resources, the launcher's own
+# arguments and descriptors. Any other errno of the program's own build is what the kernel found in
+# the build (an ELF interpreter that is missing or not a program, a format it does not run).
+_HOST_ERRNOS = frozenset(
+    {errno.EAGAIN, errno.ENOMEM, errno.EFAULT, errno.EBADF, errno.EINTR, errno.ENFILE, errno.EMFILE,
+     errno.E2BIG, errno.ETXTBSY, errno.EPERM}
+)  # fmt: skip
+_BUILD_ERRNOS = {
+    errno.ENOENT: "its ELF interpreter does not exist",
+    errno.ENOEXEC: "its format is not one this machine executes",
+    errno.ELIBBAD: "its ELF interpreter is not a loader",
+    errno.EACCES: "its ELF interpreter is not an executable file",
+    errno.ENOTDIR: "its ELF interpreter's path does not exist",
+}
+
+
+def _refused_for_the_build(run: Observed) -> bool:
+    number = run.report.get("errno")
+    return run.own_build and type(number) is int and number not in _HOST_ERRNOS
+
+
+def _build_refused(run: Observed) -> Verdict | None:
+    """A program's own build that the kernel would not execute: the program's failure, as a binary
+    that crashes at its first instruction is (its source chose its ELF interpreter, its sections)."""
+    if not (run.native and "exec_error" in run.report and _refused_for_the_build(run)):
+        return None
+    return Status.RUNTIME_ERROR, f"the program's build cannot be executed: {refusal(run.report)}"
+
+
+def refusal(report: Mapping[str, Any]) -> str:
+    """Why the kernel refused to execute a build, from its launcher's report (`ENOENT (...)`)."""
+    number = report.get("errno")
+    if type(number) is not int:
+        return str(report.get("exec_error"))
+    why = _BUILD_ERRNOS.get(number) or os.strerror(number)
+    return f"{errno.errorcode.get(number, number)} ({why})"
+
+
+def _unreadable_report(run: Observed) -> Verdict | None:
+    """A report that turned unreadable after its process said it started: only the program had the
+    process then (`sandbox._request.read_report`), so whatever it is, it is the program's doing."""
+    if "unreadable" in run.report:
+        return (
+            Status.RUNTIME_ERROR,
+            f"the run's report is unreadable after the program started ({run.report['unreadable']})",
+        )
     return None
 
 
@@ -286,9 +349,10 @@ def exception_name(stderr: bytes) -> str | None:
 
 
 def first_error(message: str) -> str:
-    """The compiler's first error line (`main.cpp:3:5: error: ...`), else its first line."""
+    """The compiler's first error line (`main.cpp:3:5: error: ...`, a syntax check's
+    `SyntaxError: ...`), else its first line."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     for line in lines:
-        if "error" in line:
+        if "error" in line or "Error:" in line:
             return line[:500]
     return lines[0][:500] if lines else ""

@@ -243,6 +243,9 @@ def test_verls_own_client_scores_a_codecontests_problem(
     assert score == sum(r is True for r in expected) / 3
 
 
+NO_LOADER = (
+    'extern const char i[];\n__attribute__((used, section(".interp"))) const char i[] = "/no/loader";\n'
+)
 CPP_ADD = "#include <iostream>\nint main() { int a, b; std::cin >> a >> b; std::cout << %s << '\\n'; }\n"
 
 
@@ -254,9 +257,11 @@ CPP_ADD = "#include <iostream>\nint main() { int a, b; std::cin >> a >> b; std::
         (CPP_ADD % "a / (b - b)", [-2, -2, -2]),
         ("#include <unistd.h>\nint main() { sleep(30); }\n", [-3, -3, -3]),
         ("int main() { return undefined_name; }\n", [-4, -4, -4]),
+        # A build naming a missing ELF interpreter: the program's runtime error, not a 504 to retry.
+        (NO_LOADER + CPP_ADD % "a + b", [-2, -2, -2]),
     ],
-    ids=["correct", "wrong", "runtime-error", "timeout", "compile-error"],
-)
+    ids=["correct", "wrong", "runtime-error", "timeout", "compile-error", "build-will-not-execute"],
+)  # fmt: skip
 def test_verls_own_client_scores_a_cpp_answer(farm: Farm, program: str, expected: list[Any]) -> None:
     sandbox_fusion = foreign_clients.verl_sandbox_fusion()
     results, metadata = sandbox_fusion.utils.check_correctness(
@@ -283,11 +288,13 @@ def test_verls_own_client_scores_every_language(farm: Farm, language: str) -> No
             f"{farm.url}/run_code", ADD, PROGRAMS[own][behaviour], timeout=10, language=language
         )
         assert results == expected, (behaviour, metadata)
+    results, metadata = check(
+        f"{farm.url}/run_code", ADD, PROGRAMS[own]["syntax"], timeout=10, language=language
+    )
     if own in COMPILED:
-        results, metadata = check(
-            f"{farm.url}/run_code", ADD, PROGRAMS[own]["syntax"], timeout=10, language=language
-        )
         assert results == [-4, -4, -4] and metadata[0]["status"] == "compile_error", metadata
+    else:  # SandboxFusion runs JavaScript uncompiled: its syntax error is the run's, as there
+        assert results == [-2, -2, -2] and "SyntaxError" in metadata[0]["stderr"], metadata
 
 
 @pytest.mark.parametrize("language", ["c", "javascript", "pypy3"])  # SandboxFusion's other names

@@ -86,12 +86,14 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "if(a>3)process.exit(4);console.log(a+b);\n",
         "spin": 'const [a,b]=require("fs").readFileSync(0,"utf8").trim().split(/\\s+/).map(Number);'
         "while(a>5){}console.log(a+b);\n",
+        "syntax": "function main( {\n",
     },
     "pypy3": {
         "sum": "a, b = map(int, input().split())\nprint(a + b)\n",
         "wrong": "a, b = map(int, input().split())\nprint(a - b)\n",
         "crash": "a, b = map(int, input().split())\nif a > 3:\n    raise SystemExit(4)\nprint(a + b)\n",
         "spin": "a, b = map(int, input().split())\nwhile a > 5:\n    pass\nprint(a + b)\n",
+        "syntax": "def main(:\n    pass\n",
     },
 }
 ADD = {
@@ -134,10 +136,7 @@ def test_each_language_gets_the_verdict_of_the_same_python_program(
 ) -> None:
     result = contest(ctx, language, PROGRAMS[language][behaviour])
     assert (result["status"], result["reward"]) == EXPECTED[behaviour], result
-    if language in COMPILED:
-        assert result["compile"]["status"] == "ok"
-    else:
-        assert "compile" not in result  # nothing to compile: the source runs
+    assert result["compile"]["status"] == "ok"  # Node.js and PyPy: their syntax check
 
 
 @pytest.mark.parametrize("language", PER_LANGUAGE)
@@ -146,9 +145,9 @@ def test_a_program_past_its_time_is_a_timeout(ctx: Context, language: str) -> No
     assert (result["status"], result["reward"]) == ("timeout", 0.0), result
 
 
-@pytest.mark.parametrize("language", [pytest.param(name, marks=needs(name)) for name in COMPILED])
+@pytest.mark.parametrize("language", PER_LANGUAGE)
 def test_a_job_compiles_once_and_a_compile_error_is_a_syntax_error(ctx: Context, language: str) -> None:
-    code = PROGRAMS[language]["sum"] + ("\n// once\n" if language != "pypy3" else "")
+    code = PROGRAMS[language]["sum"] + ("\n# once\n" if language == "pypy3" else "\n// once\n")
     first, again = contest(ctx, language, code), contest(ctx, language, code)
     assert (first["compile"]["cached"], again["compile"]["cached"]) == (False, True)
     broken = contest(ctx, language, PROGRAMS[language]["syntax"])
@@ -158,6 +157,28 @@ def test_a_job_compiles_once_and_a_compile_error_is_a_syntax_error(ctx: Context,
         "syntax_error",
     )
     assert "feedback" in broken and broken["passed"] == 0
+
+
+# A syntax error in a script, checked before the first test runs (as CPython's programs are) with the
+# runtime's own check, its message the result's stderr: never a runtime_error of every test.
+SCRIPT_SYNTAX_ERRORS = {
+    "nodejs": (
+        "console.log(1);\nfunction (x) {}\n",
+        "SyntaxError: Function statements require a function name",
+    ),
+    "pypy3": ("print(1)\nprint(f'{1!z}')\n", "SyntaxError: f-string: invalid conversion character"),
+}
+
+
+@pytest.mark.parametrize("language", [pytest.param(name, marks=needs(name)) for name in SCRIPT_SYNTAX_ERRORS])
+def test_a_scripts_syntax_error_is_found_before_its_first_test(ctx: Context, language: str) -> None:
+    code, message = SCRIPT_SYNTAX_ERRORS[language]
+    result = program(ctx, language, code)
+    assert (result["status"], result["stdout"]) == ("syntax_error", ""), result  # nothing of it ran
+    assert message in result["stderr"] and message in result["error"], result
+    judged = contest(ctx, language, code)
+    assert (judged["status"], judged["reward"], judged["passed"]) == ("syntax_error", 0.0, 0), judged
+    assert all(test["status"] == "syntax_error" for test in judged["tests"]), judged
 
 
 def test_a_completions_block_in_each_language_is_found(ctx: Context) -> None:
@@ -436,3 +457,44 @@ def test_a_compile_bomb_in_each_language_ends_without_a_reward(ctx: Context, lan
     assert result["status"] not in ("infra_error", "judge_error", "invalid_job"), result
     after = program(ctx, "python", "print(6 * 7)")
     assert (after["status"], after["stdout"]) == ("ok", "42\n")
+
+
+# The guessing game of tests/test_judging.py, the program in each language: the interactor holds the
+# number, the program asks "? x", hears "<", ">" or "=", and answers "! x".
+SEARCHES = {
+    "c": '#include <stdio.h>\n#include <string.h>\nint main(){int lo=1,hi=1000;char r[8];while(1){int m=(lo+hi)/2;printf("? %d\\n",m);fflush(stdout);'
+    'if(scanf("%7s",r)!=1)return 1;if(!strcmp(r,"=")){printf("! %d\\n",m);fflush(stdout);return 0;}if(!strcmp(r,"<"))lo=m+1;else hi=m-1;}}\n',
+    "cpp": '#include <iostream>\n#include <string>\nint main(){int lo=1,hi=1000;std::string r;while(true){int m=(lo+hi)/2;std::cout<<"? "<<m<<std::endl;'
+    'if(!(std::cin>>r))return 1;if(r=="="){std::cout<<"! "<<m<<std::endl;return 0;}if(r=="<")lo=m+1;else hi=m-1;}}\n',
+    "rust": "use std::io::BufRead;\nfn main(){let stdin=std::io::stdin();let mut lines=stdin.lock().lines();let (mut lo,mut hi)=(1,1000);"
+    'loop{let m=(lo+hi)/2;println!("? {}",m);let r=lines.next().unwrap().unwrap();if r=="="{println!("! {}",m);return;}'
+    'if r=="<"{lo=m+1;}else{hi=m-1;}}}\n',
+    "go": 'package main\nimport "fmt"\nfunc main(){lo,hi:=1,1000\nfor{m:=(lo+hi)/2\nfmt.Println("?",m)\nvar r string\nfmt.Scan(&r)\n'
+    'if r=="="{fmt.Println("!",m)\nreturn}\nif r=="<"{lo=m+1}else{hi=m-1}}}\n',
+    "java": "import java.util.*;\npublic class Main{public static void main(String[] a){Scanner s=new Scanner(System.in);int lo=1,hi=1000;"
+    'while(true){int m=(lo+hi)/2;System.out.println("? "+m);System.out.flush();String r=s.next();'
+    'if(r.equals("=")){System.out.println("! "+m);System.out.flush();return;}if(r.equals("<"))lo=m+1;else hi=m-1;}}}\n',
+    "nodejs": 'const rl=require("readline").createInterface({input:process.stdin});let lo=1,hi=1000,m;'
+    'function ask(){m=(lo+hi)>>1;console.log("? "+m);}'
+    'rl.on("line",l=>{if(l==="="){console.log("! "+m);rl.close();return;}if(l==="<")lo=m+1;else hi=m-1;ask();});ask();\n',
+    "pypy3": 'low, high = 1, 1000\nwhile True:\n    m = (low + high) // 2\n    print("?", m, flush=True)\n    r = input()\n'
+    '    if r == "=":\n        print("!", m, flush=True)\n        break\n    low, high = (m + 1, high) if r == "<" else (low, m - 1)\n',
+}
+
+
+@pytest.mark.parametrize("language", PER_LANGUAGE)
+def test_a_program_in_each_language_talks_to_an_interactor(ctx: Context, language: str) -> None:
+    """A runtime's build (a Java archive, a script) runs under its runtime against an interactor too,
+    not executed as if it were a binary."""
+    from test_judging import GUESS, GUESS_PY
+
+    problem = {**GUESS, "interactor": {"language": "python", "code": GUESS_PY}}
+    job = {
+        "id": "i",
+        "env": "codecontests",
+        "problem": problem,
+        "code": SEARCHES[language],
+        "language": language,
+    }
+    result = score_job(job, ctx)
+    assert (result["status"], result["reward"]) == ("ok", 1.0), result

@@ -21,7 +21,7 @@ from farm_support import Workers, client_settings, kill_node, wait_for, worker_e
 from evalfarm.broker import keys
 from evalfarm.broker.aio import AsyncFarm
 from evalfarm.broker.client import Farm
-from evalfarm.broker.sessions import SessionNotFound, SessionsFull
+from evalfarm.broker.sessions import SessionNotFound, SessionsFull, SessionSpec
 from evalfarm.envs.runtime import sandbox_config
 from evalfarm.sandbox import Limits, Sandbox, Status
 from evalfarm.sandbox.sessions import Interpreter
@@ -162,6 +162,9 @@ def test_output_past_the_cap_is_cut_and_the_session_goes_on(interpreter: Interpr
     result = run(interpreter, "print('x' * 100000)\n7")
     assert result.status is Status.OK and result.value == "7"
     assert len(result.stdout) == LIMITS.output_bytes and result.truncated == ("stdout",)
+    assert result.output_bytes == LIMITS.output_bytes
+    assert result.notice == f"stdout cut at {LIMITS.output_bytes} bytes (the session's output_bytes)"
+    assert run(interpreter, "print(1)").notice is None
 
 
 # Programs that try to forge what the manager decides. A run's own report (its value, or what it
@@ -201,6 +204,44 @@ def test_a_run_cannot_forge_the_farms_status(
     result = run(interpreter, code, timeout_s=1.0)
     assert result.status in statuses and result.alive is alive
     assert run(interpreter, "2 + 2").status in ({Status.OK} if alive else {Status.RUNTIME_ERROR})
+
+
+# What a cell may write on its own report pipe while it runs (it holds the pipe then): whatever it is,
+# a report the host cannot read is the cell's runtime_error, and the session lives on. A parser that
+# raised out of the host (RecursionError on deep nesting) ended the session as the host's fault.
+REPORT_BOMBS = {
+    "deep_nesting": "b'[' * 100_000 + b'\\n'",
+    "huge_frame": "b'x' * (1 << 20) + b'\\n'",
+    "frame_without_end": "b'{' * (1 << 20)",
+    "not_utf8": "b'\\xff\\xfe{}\\n'",
+    "not_an_object": "b'[1, 2]\\n'",
+    "deep_exception": "b'{\"error\": {\"ename\": ' + b'[' * 900 + b']' * 900 + b'}}\\n'",
+}
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("bomb", sorted(REPORT_BOMBS))
+def test_a_report_bomb_is_the_cells_runtime_error_and_the_session_lives_on(
+    interpreter: Interpreter, bomb: str
+) -> None:
+    run(interpreter, "x = 41")
+    write = f"os.write(fd, {REPORT_BOMBS[bomb]})"
+    code = f"import os\nfor fd in range(4, 64):\n    try: {write}\n    except OSError: pass\n"
+    result = run(interpreter, code)
+    assert (result.status, result.alive) == (Status.RUNTIME_ERROR, True), result
+    assert run(interpreter, "x + 1").value == "42"
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("text", ["'\\u00e9' * 70_000", "'\\U0001F600' * 70_000", "[chr(0xd800)] * 20_000"])
+def test_a_long_value_is_cut_never_taken_for_a_malformed_report(interpreter: Interpreter, text: str) -> None:
+    """A value whose repr escapes to more than the host keeps of a report (non-ASCII, lone
+    surrogates) is cut to fit: the cell's honest report always reaches the host whole."""
+    result = run(interpreter, text)
+    assert (result.status, result.alive) == (Status.OK, True), result
+    assert result.value is not None and result.value.endswith("...")
+    failed = run(interpreter, f"raise ValueError({text})")
+    assert failed.status is Status.RUNTIME_ERROR and failed.exception["ename"] == "ValueError", failed
 
 
 @pytest.mark.sandbox
@@ -303,6 +344,60 @@ def test_the_python_client(farm_with_sessions: tuple[str, Workers]) -> None:
         farm.session().close()  # the closed one's place is free again
         with pytest.raises(ValueError):
             farm.session(limits={"memory_mb": 10**9})
+
+
+@pytest.mark.parametrize("budget_mb", [1, 2, 64, 256, 4096])
+@pytest.mark.parametrize("sessions", [1, 2, 32, 4096])
+def test_a_hosts_output_budget_bounds_all_its_sessions_at_once(budget_mb: int, sessions: int) -> None:
+    from evalfarm.sandbox.sessions import MIN_OUTPUT_BYTES, held_bytes
+    from evalfarm.workers.sessions import output_budget
+
+    capacity, cap = output_budget(budget_mb << 20, sessions)
+    assert capacity * held_bytes(cap) <= budget_mb << 20  # every session's cell at its cap, at once
+    assert capacity == min(sessions, (budget_mb << 20) // held_bytes(MIN_OUTPUT_BYTES))
+    assert capacity == 0 or cap >= MIN_OUTPUT_BYTES
+
+
+def test_the_default_budget_keeps_the_default_output_cap() -> None:
+    from evalfarm.broker.settings import WorkerSettings
+    from evalfarm.workers.sessions import output_budget
+
+    settings = WorkerSettings()
+    capacity, cap = output_budget(settings.session_output_mb << 20, settings.sessions)
+    assert capacity == settings.sessions and cap >= SessionSpec().limits.output_bytes
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_a_nodes_output_budget_caps_its_sessions_and_a_report_bomb_ends_none(
+    farm_with_sessions: tuple[str, Workers],
+) -> None:
+    """Two sessions that each may print 64 MiB on a node that holds 2 MB of output for both: each
+    is held to its share and says so; and a cell's unreadable report is its runtime_error, not the
+    node's failure, its session living on."""
+    from evalfarm.workers.sessions import output_budget
+
+    url, workers = farm_with_sessions
+    workers.start(concurrency=1, EVALFARM_SESSIONS="2", EVALFARM_SESSION_OUTPUT_MB="2")
+    wait_for(lambda: len(session_hosts(url)) == 1, 60, "the session host")
+    _, cap = output_budget(2 << 20, 2)
+    flood = "import sys\nsys.stdout.write('x' * (4 << 20))\nsys.stderr.write('y' * (4 << 20))\n7"
+    write = f"os.write(fd, {REPORT_BOMBS['deep_nesting']})"
+    bomb = f"import os\nfor fd in range(4, 64):\n    try: {write}\n    except OSError: pass\n"
+    with Farm(settings=client_settings(url), progress=False) as farm:
+        sessions = [farm.session(limits={"output_bytes": 64 << 20}) for _ in range(2)]
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda session: session.run(flood), sessions))
+        for result in results:
+            assert (result.status, result.value, result.output_bytes) == ("ok", "7", cap), result.notice
+            assert (len(result.stdout), len(result.stderr)) == (cap, cap)
+            assert result.truncated == ("stderr", "stdout")
+            assert result.notice is not None and "holds 2 MB of output for its 2 sessions" in result.notice
+        bombed = sessions[0].run(bomb)
+        assert (bombed.status, bombed.session_alive) == ("runtime_error", True), bombed
+        assert sessions[0].run("6 * 7").value == "42"
+        for session in sessions:
+            session.close()
 
 
 @pytest.mark.integration

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import signal
 
 import pytest
 
+from evalfarm.sandbox._request import read_report
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.status import Status
 from evalfarm.sandbox.verdict import Observed, classify, classify_judged, compile_verdict, infra_reason
@@ -18,6 +20,11 @@ SIGKILL, SIGSEGV, SIGXCPU = signal.SIGKILL, signal.SIGSEGV, signal.SIGXCPU
 def ran(**facts: object) -> Observed:
     """A process that got as far as its program."""
     return Observed(**{"report": STARTED, **facts})  # type: ignore[arg-type]
+
+
+def exec_failed(number: int) -> dict[str, object]:
+    """The report of a native run whose exec failed, as the launcher writes it."""
+    return {"started": True, "exec_error": f"launcher: execveat: errno {number}", "errno": number}
 
 
 TRACEBACK = b"Traceback (most recent call last):\n  File ...\nValueError: bad\n"
@@ -52,6 +59,25 @@ MEMORY_ERROR = b"Traceback (most recent call last):\nMemoryError\n"
         (ran(exit_code=120), b"", Status.RUNTIME_ERROR, "exit code 120"),
         (ran(native=True, exit_code=120, report={"started": True, "exec_error": "execveat"}), b"",
          Status.INFRA_ERROR, "execveat"),
+        # The program's own build refused by the kernel (its ELF interpreter, its format): its failure.
+        (ran(native=True, own_build=True, exit_code=120, report=exec_failed(errno.ENOENT)), b"",
+         Status.RUNTIME_ERROR, "build cannot be executed: ENOENT (its ELF interpreter does not exist)"),
+        (ran(native=True, own_build=True, exit_code=120, report=exec_failed(errno.ENOEXEC)), b"",
+         Status.RUNTIME_ERROR, "ENOEXEC"),
+        (ran(native=True, own_build=True, exit_code=120, report=exec_failed(errno.ELIBBAD)), b"",
+         Status.RUNTIME_ERROR, "ELIBBAD"),
+        (ran(native=True, own_build=True, exit_code=120, report=exec_failed(errno.EACCES)), b"",
+         Status.RUNTIME_ERROR, "EACCES"),
+        # The host's lack says nothing of the build; a runtime that cannot start is the farm's.
+        (ran(native=True, own_build=True, exit_code=120, report=exec_failed(errno.ENOMEM)), b"",
+         Status.INFRA_ERROR, "errno 12"),
+        (ran(native=True, own_build=True, exit_code=120, report=exec_failed(errno.EAGAIN)), b"",
+         Status.INFRA_ERROR, "errno 11"),
+        (ran(native=True, exit_code=120, report=exec_failed(errno.ENOENT)), b"", Status.INFRA_ERROR,
+         "errno 2"),
+        # What cannot be read after "started" was written by the program's process.
+        (ran(exit_code=0, report={"started": True, "unreadable": "an unreadable report"}), b"",
+         Status.RUNTIME_ERROR, "unreadable after the program started"),
     ],
 )  # fmt: skip
 def test_a_run_of_one_program(run: Observed, stderr: bytes, status: Status, error: str | None) -> None:
@@ -151,3 +177,33 @@ def test_the_retryable_reasons() -> None:
     assert infra_reason(*classify(ran(signal=SIGKILL), LIMITS)) == "run_killed_outside"
     assert infra_reason(*classify(Observed(exit_code=120), LIMITS)) == "run_setup_failed"
     assert infra_reason(Status.RUNTIME_ERROR, "x") is None
+
+
+STARTED_LINE = b'{"started": true}\n'
+LAUNCHER_EXEC_FAILED = b'{"started": true}\n\n{"exec_error": "launcher: execveat: errno 2", "errno": 2}\n'
+
+
+@pytest.mark.parametrize(
+    ("data", "report"),
+    [
+        (b'{"started": true}\n', {"started": True}),
+        # The launcher's failure after "started" begins with a blank line: nothing, not a bad record.
+        (LAUNCHER_EXEC_FAILED, {"started": True, "exec_error": "launcher: execveat: errno 2", "errno": 2}),
+        (b'\n\n{"setup_error": "mount"}\n\n', {"setup_error": "mount"}),
+        # Unreadable before "started": the sandbox's own code wrote it, so the sandbox failed.
+        (b"not json\n", {"setup_error": "an unreadable report"}),
+        (b"[" * 60_000 + b"\n", {"setup_error": "an unreadable report"}),
+        (b'{"a": 1}\n' * 10_000, {"setup_error": "a report of 90000 bytes"}),
+        # Unreadable after it: the program's process wrote it, whatever it holds.
+        (STARTED_LINE + b"[" * 60_000 + b"\n", {"started": True, "unreadable": "an unreadable report"}),
+        (STARTED_LINE + b'{"a": 1}\n' * 10_000,
+         {"started": True, "a": 1, "unreadable": "a report of 90018 bytes (the sandbox writes a few lines)"}),
+    ],
+)  # fmt: skip
+def test_reading_a_report(data: bytes, report: dict[str, object]) -> None:
+    got = read_report(data)
+    assert {key: value for key, value in got.items() if key != "setup_error"} == {
+        key: value for key, value in report.items() if key != "setup_error"
+    }
+    if "setup_error" in report:
+        assert str(got["setup_error"]).startswith(str(report["setup_error"]))

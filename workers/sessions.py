@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -65,6 +66,7 @@ class SessionHost:
         self.ended: collections.OrderedDict[str, str] = collections.OrderedDict()  # id -> why, lately
         self.cpu = "off (sessions share the node's cores)"
         self.metrics = _metrics()
+        self.capacity, self.output_cap = output_budget(settings.session_output_mb << 20, settings.sessions)
 
     # -- life -------------------------------------------------------------------------------
 
@@ -79,7 +81,15 @@ class SessionHost:
         self._advertise()
         for loop, name in ((self._beat_loop, "beat"), (self._start_loop, "start")):
             threading.Thread(target=loop, name=f"evalfarm-session-{name}", daemon=True).start()
-        log.info("session host %s: up to %d sessions, cpu %s", self.host_id, self.settings.sessions, self.cpu)
+        log.info(
+            "session host %s: up to %d sessions, cpu %s, output %d bytes per stream (%d MB in all)",
+            self.host_id, self.capacity, self.cpu, self.output_cap, self.settings.session_output_mb,
+        )  # fmt: skip
+        if self.capacity < self.settings.sessions:
+            log.warning(
+                "session host %s: %d MB of output hold %d sessions, not the %d asked for",
+                self.host_id, self.settings.session_output_mb, self.capacity, self.settings.sessions,
+            )  # fmt: skip
         while not self.stopped.is_set():
             try:
                 item = self.redis.blpop([self.queue], timeout=1)
@@ -145,7 +155,7 @@ class SessionHost:
         with self.lock:
             open_now = len(self.sessions)
             records = list(self.sessions.values())
-        advert = {"queue": self.queue, "capacity": self.settings.sessions, "open": open_now}
+        advert = {"queue": self.queue, "capacity": self.capacity, "open": open_now}
         ttl_ms = int(self.settings.node_dead_after_s * 1000)
         with self.redis.pipeline() as pipe:
             pipe.set(keys.SESSION_HOST_PREFIX + self.host_id, json.dumps(advert), px=ttl_ms)
@@ -192,7 +202,7 @@ class SessionHost:
             self.answer(reply, {"invalid": str(error)})
             return
         with self.lock:
-            if len(self.sessions) >= self.settings.sessions or session_id in self.sessions:
+            if len(self.sessions) >= self.capacity or session_id in self.sessions:
                 full = True
             else:
                 full = False
@@ -307,8 +317,15 @@ class _Session:
 
         host = self.host
         name = f"{host.cgroup_parent}/s-{self.id[:16]}" if os.geteuid() == 0 else None
+        limits, note = self.spec.sandbox_limits(), None
+        if limits.output_bytes > host.output_cap:
+            limits = dataclasses.replace(limits, output_bytes=host.output_cap)
+            note = (
+                f"this node holds {host.settings.session_output_mb} MB of output for its {host.capacity}"
+                f" sessions: {host.output_cap} bytes per stream each, less than the session's output_bytes"
+            )
         try:
-            self.interpreter = Interpreter.start(host.sandbox, self.spec.sandbox_limits(), name)
+            self.interpreter = Interpreter.start(host.sandbox, limits, name, note)
         except SandboxError as error:
             log.warning("session host %s: a session did not start: %s", host.host_id, error)
             host.forget(self, "closed")
@@ -339,6 +356,18 @@ class _Session:
         self.host.forget(self, reason)
         counter = {"expired": "expired", "lifetime": "expired", "closed": "closed"}.get(reason, "ended")
         self.host.metrics[counter].inc()
+
+
+def output_budget(budget_bytes: int, sessions: int) -> tuple[int, int]:
+    """How many sessions a host holds, and each one's output cap per stream, so that all of them at
+    once hold no more than `budget_bytes` of output (each running cell's streams and report):
+    `sessions`, or fewer when the budget cannot give each the least cap."""
+    from evalfarm.sandbox.sessions import MAX_REPORT_BYTES, MIN_OUTPUT_BYTES, held_bytes
+
+    capacity = min(sessions, budget_bytes // held_bytes(MIN_OUTPUT_BYTES))
+    if capacity == 0:
+        return 0, 0
+    return capacity, (budget_bytes // capacity - MAX_REPORT_BYTES) // 2
 
 
 def _raise_open_files() -> None:

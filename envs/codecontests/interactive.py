@@ -268,7 +268,7 @@ def interactive_verdict(run: RunResult) -> TestVerdict:
     if run.status is Status.INFRA_ERROR:
         return TestVerdict(Status.INFRA_ERROR, 0.0, run.error)
     judge = run.judge or {}
-    if judge.get("status") == "compile_error":
+    if judge.get("status") in ("compile_error", "build_error"):  # the interactor never ran
         return TestVerdict(
             Status.JUDGE_ERROR, 0.0, str(judge.get("error", "the interactor does not compile"))[:300]
         )
