@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from _up import RunningUp  # noqa: E402
 
-from evalfarm.broker.client import Farm  # noqa: E402
+from evalfarm.broker.farm import Farm  # noqa: E402
 from evalfarm.broker.settings import Settings  # noqa: E402
 from evalfarm.trainers.rewards import make_trl_reward  # noqa: E402
 from evalfarm.workers.demo_jobs import load_humaneval  # noqa: E402

@@ -28,10 +28,10 @@ import requests  # noqa: E402
 from _up import RunningUp  # noqa: E402
 
 from evalfarm.broker import Farm  # noqa: E402
-from evalfarm.broker.sessions import SessionSpec  # noqa: E402
+from evalfarm.broker.session_client import SessionSpec  # noqa: E402
 from evalfarm.envs.runtime import sandbox_config  # noqa: E402
 from evalfarm.sandbox import Sandbox  # noqa: E402
-from evalfarm.sandbox.sessions import Interpreter  # noqa: E402
+from evalfarm.sandbox.session_interpreter import Interpreter  # noqa: E402
 from evalfarm.workers.embedded import free_port  # noqa: E402
 
 GOAL_GATEWAY_P50_MS, GOAL_GATEWAY_P99_MS, GOAL_CLIENT_P50_MS = 5.0, 15.0, 3.0
@@ -97,7 +97,7 @@ def host_descriptors() -> tuple[int, int]:
     """The session host's open descriptors, and its limit of them."""
     for status in glob.glob("/proc/[0-9]*/cmdline"):
         try:
-            if b"evalfarm.workers.sessions" in Path(status).read_bytes():
+            if b"evalfarm.workers.session_host" in Path(status).read_bytes():
                 proc = Path(status).parent
                 limit = next(
                     line for line in (proc / "limits").read_text().splitlines() if "open files" in line

@@ -9,10 +9,10 @@ from __future__ import annotations
 from evalfarm._exports import lazy
 
 _EXPORTS = {
-    "AsyncFarm": "evalfarm.broker.aio",
+    "AsyncFarm": "evalfarm.broker.async_farm",
     "BatchStats": "evalfarm.broker.batch",
     "ConfigError": "evalfarm.broker.errors",
-    "Farm": "evalfarm.broker.client",
+    "Farm": "evalfarm.broker.farm",
     "FarmError": "evalfarm.broker.errors",
     "Result": "evalfarm.broker.result",
     "Settings": "evalfarm.broker.settings",

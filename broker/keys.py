@@ -22,7 +22,7 @@ HELD_PREFIX = "evalfarm:held:"  # + holder: delivery tags of the messages that n
 HOLDERS_KEY = "evalfarm:holders"  # every holder that may still have a held set
 REPLY_PREFIX = "evalfarm:reply:"  # + batch: the reply list a producer blocks on (workers push only here)
 
-# Sessions (broker.sessions, workers.sessions): each node's session host advertises itself and
+# Sessions (broker.session_client, workers.session_host): each node's session host advertises itself and
 # consumes its own request list; a session's record names the host incarnation that holds it.
 SESSION_HOSTS_KEY = "evalfarm:session-hosts"  # every host id that may be live
 SESSION_HOST_PREFIX = "evalfarm:session-host:"  # + host id: its advertisement (JSON), with a short TTL

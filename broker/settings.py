@@ -213,13 +213,13 @@ class WorkerSettings(FarmSettings):
     # Workers keep results in Redis for this long, keyed by the job's content and its env's version,
     # and answer a job seen before from there (0: off). For loops that re-score the same programs.
     result_cache_ttl_s: int = Field(default=0, ge=0)
-    # Sessions (workers.sessions): live interpreters the node keeps for agents, beside its pool. Their
+    # Sessions (workers.session_host): live interpreters the node keeps for agents, beside its pool. Their
     # number, and the share of the node's cores they may use together, are what batch scoring keeps.
     sessions: int = Field(default=32, ge=0, le=4096, description="sessions held at once; 0: none")
     session_cpu_share: float = Field(default=0.5, gt=0, le=1, description="of the node's cores, for all")
     session_max_lifetime_s: float = Field(default=24 * 3600.0, gt=0, description="no session lives longer")
     # What the session host holds of its sessions' output at once, all of them together: each
-    # session's cap per stream comes from it (workers.sessions.output_budget).
+    # session's cap per stream comes from it (workers.session_host.output_budget).
     session_output_mb: int = Field(default=256, ge=1, description="output held for all sessions at once")
 
 

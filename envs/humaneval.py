@@ -42,14 +42,14 @@ from evalfarm.envs.trajectory import answer_field
 from evalfarm.envs.validation import JobModel, validate_job
 from evalfarm.sandbox import JudgeSpec
 from evalfarm.sandbox.limits import Limits
-from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.run_result import RunResult
 from evalfarm.sandbox.status import Status
 from evalfarm.sandbox.verdict import judge_failed_after_calls
 
 MAX_PART_CHARS = 256 << 10  # each of prompt, completion, test
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
-# The judge's program (sandbox._runner's judge mode gives it JUDGE_DATA, candidate and report).
+# The judge's program (sandbox._child's judge mode gives it JUDGE_DATA, candidate and report).
 JUDGE = r'''
 import json
 from evalfarm.sandbox.bridge import CandidateGone, JudgeError, describe

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evalfarm.broker.aio import AsyncFarm
+from evalfarm.broker.async_farm import AsyncFarm
 from evalfarm.broker.result import Result
 from evalfarm.broker.settings import GatewaySettings
 from evalfarm.gateway.batcher import Batcher, results_in_order
@@ -57,7 +57,7 @@ class Gateway:
         self.batcher = Batcher(
             self.farm, settings.gateway_linger_s, settings.gateway_batch_jobs, self.metrics.batch_jobs.observe
         )
-        from evalfarm.gateway.sessions import Sessions  # its routes need this module's helpers
+        from evalfarm.gateway.session_routes import Sessions  # its routes need this module's helpers
 
         self.sessions = Sessions(self)
 
@@ -218,7 +218,7 @@ def _strip_token_prefix(path: str) -> tuple[str, str | None]:
 
 def create_app(settings: GatewaySettings, farm: AsyncFarm | None = None) -> Starlette:
     """The gateway's ASGI application (the farm client is made when the app starts)."""
-    from evalfarm.gateway import elm, native, openrlhf, sandbox_fusion, sessions
+    from evalfarm.gateway import elm, native, openrlhf, sandbox_fusion, session_routes
 
     gateway = Gateway(settings, farm)
 
@@ -229,7 +229,7 @@ def create_app(settings: GatewaySettings, farm: AsyncFarm | None = None) -> Star
 
     routes = [
         *native.routes(gateway),
-        *sessions.routes(gateway),
+        *session_routes.routes(gateway),
         *elm.routes(gateway),
         *sandbox_fusion.routes(gateway),
         *openrlhf.routes(gateway),

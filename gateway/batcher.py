@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from evalfarm.broker.aio import AsyncFarm
+from evalfarm.broker.async_farm import AsyncFarm
 from evalfarm.broker.result import Result, infra_result
 
 log = logging.getLogger(__name__)

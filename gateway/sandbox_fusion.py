@@ -38,7 +38,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from evalfarm.broker.result import Result
-from evalfarm.broker.sessions import MAX_RUN_TIMEOUT_S, SessionResult, SessionSpec
+from evalfarm.broker.session_client import MAX_RUN_TIMEOUT_S, SessionResult, SessionSpec
 from evalfarm.gateway.app import Gateway, RequestError, read_json, route
 from evalfarm.gateway.responses import JSONResponse
 from evalfarm.sandbox.languages import NAMES, canonical

@@ -11,10 +11,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalfarm.sandbox._request import InteractorSpec, JudgeRun, attachment_path
-    from evalfarm.sandbox.client import CallSpec, JudgeSpec, Sandbox, SandboxConfig, SandboxError
+    from evalfarm.sandbox._client_request import InteractorSpec, JudgeRun, attachment_path
     from evalfarm.sandbox.limits import MAX_LIMITS, Limits
-    from evalfarm.sandbox.result import RunResult
+    from evalfarm.sandbox.run_result import RunResult
+    from evalfarm.sandbox.slot import CallSpec, JudgeSpec, Sandbox, SandboxConfig, SandboxError
     from evalfarm.sandbox.status import PRECEDENCE, Status, worst
 
 _HOMES = {

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evalfarm.sandbox import _landlock, _rootfs, _runner
+from evalfarm.sandbox import _child, _landlock, _rootfs
 
 LAUNCHER = "/.evalfarm-launcher"  # where a fork server's skeleton has it
 LAUNCHER_SOURCE = Path(__file__).with_name("_launcher.c")
@@ -41,8 +41,8 @@ def build(cache_dir: str) -> str:
     import shutil
     import subprocess
 
-    compiler = shutil.which("cc", path=_runner.RUN_ENVIRONMENT["PATH"]) or shutil.which(
-        "gcc", path=_runner.RUN_ENVIRONMENT["PATH"]
+    compiler = shutil.which("cc", path=_child.RUN_ENVIRONMENT["PATH"]) or shutil.which(
+        "gcc", path=_child.RUN_ENVIRONMENT["PATH"]
     )
     if compiler is None:
         raise LauncherUnavailable("no C compiler (cc) to build the native-run launcher")
@@ -96,7 +96,7 @@ def launcher_argv(
     values: dict[str, Any] = {
         "uid": -1 if uid is None else uid,
         "host_proc": _rootfs.HOST_PROC if uid is None else "",
-        "tmpfs": _runner.tmpfs_options({"limits": limits, "uid": uid}),
+        "tmpfs": _child.tmpfs_options({"limits": limits, "uid": uid}),
         "cgroup_fds": cgroup_fds,
         "cpu_s": max(1, int(limits["cpu_s"] + 0.999)),
         "file_size_bytes": limits["file_size_mb"] << 20,
@@ -149,10 +149,10 @@ def spawn(
         0,
         1,
         2,
-        _runner.RESULT_FD,
+        _child.RESULT_FD,
         BINARY_FD,
         *range(FIRST_CGROUP_FD, FIRST_CGROUP_FD + len(cgroup_fds)),
-        *range(_runner.ATTACHED_FD, _runner.ATTACHED_FD + len(attached)),
+        *range(_child.ATTACHED_FD, _child.ATTACHED_FD + len(attached)),
         *([STAGE_FD] if staged else []),
     ]
     staging = max(*sources, *targets) + 1

@@ -4,7 +4,7 @@ Started once per slot as a clean, single-threaded `python -I -S` with the allowe
 preloaded, it walls itself into private mount, network and UTS namespaces (and a user namespace
 when not root), then serves runs: for each request it starts the run's processes, each in a fresh
 PID namespace, supervises them (`sandbox._supervise`) and answers with what it observed (a run's
-descriptors and processes are `sandbox._run`'s). A run pays neither Python's start-up nor numpy's
+descriptors and processes are `sandbox._server_run`'s). A run pays neither Python's start-up nor numpy's
 import.
 
 It never holds a job's bytes: code, input and tests arrive in memfds it passes to the run's
@@ -45,8 +45,8 @@ from evalfarm.sandbox import (
     bridge,  # noqa: F401 - preloaded: runs that call or judge use it
     languages,
 )
-from evalfarm.sandbox._run import JudgeHost, Run
-from evalfarm.sandbox._supervise import Member
+from evalfarm.sandbox._server_run import JudgeHost, Run
+from evalfarm.sandbox._server_supervise import Member
 from evalfarm.sandbox.limits import Limits
 
 CONTROL_FD = 200  # the client's socket is moved here, clear of the run's descriptors
@@ -234,8 +234,8 @@ class Server:
         return run.program(request["mode"], fds, request.get("reply_bytes", 0), bool(request.get("fetch")))
 
     def _session(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
-        """Fork a session's interpreter (`sandbox._session`) and hand back, unsupervised, its channel
-        and a pidfd: its manager (`sandbox.sessions`) sends it cells and ends it. It joins the cgroups
+        """Fork a session's interpreter (`sandbox._session_child`) and hand back, unsupervised, its channel
+        and a pidfd: its manager (`sandbox.session_interpreter`) sends it cells and ends it. It joins the cgroups
         whose `cgroup.procs` descriptors came with the request (the session's own, so its memory and
         processes are capped across its whole life), else none."""
         ours, theirs = _protocol.channel_pair()
@@ -344,7 +344,7 @@ class Server:
     def plan(
         self, limits: dict[str, Any], mode: str, cgroup: bool = True, memory: str | None = None
     ) -> dict[str, Any]:
-        """What a forked run's child needs to put up its walls (`sandbox._runner`); `memory`
+        """What a forked run's child needs to put up its walls (`sandbox._child`); `memory`
         "cgroup": no address-space cap where the slot's cgroup caps the run (a compiler that is a
         runtime reserving address space: javac, go)."""
         uncapped = memory == "cgroup" and self.cgroups is not None and cgroup

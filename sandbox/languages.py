@@ -43,7 +43,7 @@ import shutil
 from evalfarm.sandbox.limits import Limits
 
 SOURCE_DIR = "/tmp"  # the compile run's own tmpfs, and each run's
-# The PATH of every run (sandbox._runner.RUN_ENVIRONMENT), where tools are looked up. This module
+# The PATH of every run (sandbox._child.RUN_ENVIRONMENT), where tools are looked up. This module
 # imports nothing else of the farm: the gateway and the envs read the table too.
 RUN_PATH = "/usr/local/bin:/usr/bin:/bin"
 

@@ -178,7 +178,7 @@ def refusal(report: Mapping[str, Any]) -> str:
 
 def _unreadable_report(run: Observed) -> Verdict | None:
     """A report that turned unreadable after its process said it started: only the program had the
-    process then (`sandbox._request.read_report`), so whatever it is, it is the program's doing."""
+    process then (`sandbox._client_request.read_report`), so whatever it is, it is the program's doing."""
     if "unreadable" in run.report:
         return (
             Status.RUNTIME_ERROR,

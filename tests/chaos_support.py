@@ -30,8 +30,8 @@ from farm_support import wait_until
 from netns_support import Network, network
 from sentinel_support import MASTER, SentinelRedis
 
-from evalfarm.broker.client import Farm
 from evalfarm.broker.connections import redis_client
+from evalfarm.broker.farm import Farm
 from evalfarm.broker.keys import NODE_KEY_PREFIX, held_key
 from evalfarm.broker.settings import Settings
 from evalfarm.workers.embedded import NodeProcess, RedisServer
@@ -652,7 +652,7 @@ PRODUCER = """
 import json, sys
 sys.path[:0] = {paths!r}
 from chaos_support import batch
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 from evalfarm.broker.settings import Settings
 settings = Settings(broker_url={url!r})
 with Farm(settings=settings, progress=False) as farm:

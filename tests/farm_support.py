@@ -20,7 +20,7 @@ import pytest
 import redis
 from farm_test_envs import EXTRA_ENVS
 
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 from evalfarm.broker.keys import NODE_KEY_PREFIX
 from evalfarm.broker.settings import Settings
 from evalfarm.workers.embedded import NodeProcess, RedisServer
@@ -188,7 +188,7 @@ def assert_producers_score(settings: Settings) -> None:
     """A sync producer scores a batch and runs a session, and an asyncio producer scores a batch."""
     import asyncio
 
-    from evalfarm.broker.aio import AsyncFarm
+    from evalfarm.broker.async_farm import AsyncFarm
 
     jobs = [{"id": f"p{i}", "env": "program", "code": f"print({i} * 7)"} for i in range(12)]
     with Farm(settings=settings, progress=False) as farm:

@@ -10,7 +10,7 @@ import sys
 sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
 
 from evalfarm.sandbox import Limits, Sandbox  # noqa: E402
-from evalfarm.sandbox.sessions import Interpreter  # noqa: E402
+from evalfarm.sandbox.session_interpreter import Interpreter  # noqa: E402
 
 CELLS = [
     ("x = 41", None),

@@ -21,7 +21,7 @@ import pytest
 import redis
 from farm_support import ROOT, client_settings, docker_missing
 
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 from evalfarm.workers.embedded import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]

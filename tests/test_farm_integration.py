@@ -18,7 +18,7 @@ import farm_support
 import pytest
 from farm_support import ROOT, pool_children, wait_for, worker_env
 
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 from evalfarm.workers.demo_jobs import (
     codecontests_jobs,
     hostile_jobs,

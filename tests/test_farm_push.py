@@ -21,7 +21,7 @@ import pytest
 import redis
 from farm_support import ROOT, TESTS, assert_each_once, client_settings, sleepy_jobs, wait_for
 
-from evalfarm.broker.aio import AsyncFarm
+from evalfarm.broker.async_farm import AsyncFarm
 from evalfarm.broker.keys import REPLY_PREFIX
 
 redis_server = farm_support.redis_server
@@ -161,7 +161,7 @@ PRODUCER = """
 import sys
 sys.path[:0] = {paths!r}
 from farm_support import client_settings, sleepy_jobs
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 with Farm(settings=client_settings({url!r}), progress=False) as farm:
     for n, _ in enumerate(farm.stream(sleepy_jobs(200, 0.02))):
         if n == 5:

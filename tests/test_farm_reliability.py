@@ -17,7 +17,7 @@ import redis
 from farm_support import assert_each_once, client_settings, kill_node, pool_children, sleepy_jobs, wait_for
 
 from evalfarm.broker.app import SCORE_CHUNK, make_app
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 
 # Fixtures of the farm's test support: a private Redis, worker nodes on it, a producer client.
 redis_server = farm_support.redis_server

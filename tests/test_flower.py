@@ -25,7 +25,7 @@ from celery.events.receiver import EventReceiver
 from farm_support import ROOT, Workers, client_settings, wait_until, worker_env
 
 from evalfarm.broker.app import make_app
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 from evalfarm.workers.embedded import free_port
 
 # Fixtures of the farm's test support: a private Redis and worker nodes on it.

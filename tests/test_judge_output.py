@@ -19,7 +19,7 @@ from evalfarm.envs.base import Context
 from evalfarm.envs.codecontests.judging import points_of
 from evalfarm.envs.scoring import score_job
 from evalfarm.sandbox import Sandbox
-from evalfarm.sandbox._supervise import Capture
+from evalfarm.sandbox._server_supervise import Capture
 from evalfarm.sandbox.status import Status
 
 # -- points as testlib writes them ------------------------------------------------------------------

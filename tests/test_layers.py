@@ -154,7 +154,7 @@ def test_importing_evalfarm_costs_nothing() -> None:
     "module",
     [
         "evalfarm.sandbox",
-        "evalfarm.sandbox.client",
+        "evalfarm.sandbox.slot",
         "evalfarm.envs",
         "evalfarm.envs.scoring",
         "evalfarm.envs.program",

@@ -16,7 +16,7 @@ import pytest
 from farm_support import client_settings, running_up, sleepy_jobs, wait_for, worker_env
 from prometheus_client.parser import text_string_to_metric_families
 
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 from evalfarm.broker.settings import Settings
 from evalfarm.workers.embedded import free_port
 

@@ -22,7 +22,7 @@ import requests
 from farm_support import ROOT, assert_producers_score, flower_sees, wait_for, whole_farm, worker_env
 from tls_support import TlsRedis
 
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 from evalfarm.broker.settings import Settings
 from evalfarm.workers.embedded import free_port
 
@@ -94,7 +94,7 @@ def test_the_session_host_gets_the_password_on_no_command_line(tls_farm: dict[st
         command
         for task in Path(f"/proc/{node.proc.pid}/task").iterdir()  # a thread of the node starts it
         for pid in (task / "children").read_text().split()
-        if b"evalfarm.workers.sessions" in (command := Path(f"/proc/{pid}/cmdline").read_bytes())
+        if b"evalfarm.workers.session_host" in (command := Path(f"/proc/{pid}/cmdline").read_bytes())
     ]
     assert len(hosts) == 1 and PASSWORD.encode() not in hosts[0], hosts
 

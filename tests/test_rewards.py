@@ -20,8 +20,8 @@ import farm_support
 import pytest
 from farm_support import ROOT, client_settings, sleepy_jobs
 
-from evalfarm.broker.client import Farm
 from evalfarm.broker.errors import ConfigError
+from evalfarm.broker.farm import Farm
 from evalfarm.broker.result import Result
 from evalfarm.trainers.rewards import (
     answer_text,

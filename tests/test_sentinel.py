@@ -22,7 +22,7 @@ from farm_support import ROOT, assert_producers_score, flower_sees, wait_for, wh
 from sentinel_support import MASTER, SentinelRedis
 from tls_support import TlsRedis, make_ca
 
-from evalfarm.broker.client import Farm
+from evalfarm.broker.farm import Farm
 from evalfarm.broker.settings import Settings
 from evalfarm.workers.embedded import NodeProcess, free_port
 

@@ -19,12 +19,12 @@ import requests
 from farm_support import Workers, client_settings, kill_node, wait_for, worker_env
 
 from evalfarm.broker import keys
-from evalfarm.broker.aio import AsyncFarm
-from evalfarm.broker.client import Farm
-from evalfarm.broker.sessions import SessionNotFound, SessionsFull, SessionSpec
+from evalfarm.broker.async_farm import AsyncFarm
+from evalfarm.broker.farm import Farm
+from evalfarm.broker.session_client import SessionNotFound, SessionsFull, SessionSpec
 from evalfarm.envs.runtime import sandbox_config
 from evalfarm.sandbox import Limits, Sandbox, Status
-from evalfarm.sandbox.sessions import Interpreter
+from evalfarm.sandbox.session_interpreter import Interpreter
 from evalfarm.workers.embedded import GatewayProcess, RedisServer, free_port
 
 LIMITS = Limits(memory_mb=256, wall_s=5, workdir_mb=16, processes=16, output_bytes=4096)
@@ -349,8 +349,8 @@ def test_the_python_client(farm_with_sessions: tuple[str, Workers]) -> None:
 @pytest.mark.parametrize("budget_mb", [1, 2, 64, 256, 4096])
 @pytest.mark.parametrize("sessions", [1, 2, 32, 4096])
 def test_a_hosts_output_budget_bounds_all_its_sessions_at_once(budget_mb: int, sessions: int) -> None:
-    from evalfarm.sandbox.sessions import MIN_OUTPUT_BYTES, held_bytes
-    from evalfarm.workers.sessions import output_budget
+    from evalfarm.sandbox.session_interpreter import MIN_OUTPUT_BYTES, held_bytes
+    from evalfarm.workers.session_host import output_budget
 
     capacity, cap = output_budget(budget_mb << 20, sessions)
     assert capacity * held_bytes(cap) <= budget_mb << 20  # every session's cell at its cap, at once
@@ -360,7 +360,7 @@ def test_a_hosts_output_budget_bounds_all_its_sessions_at_once(budget_mb: int, s
 
 def test_the_default_budget_keeps_the_default_output_cap() -> None:
     from evalfarm.broker.settings import WorkerSettings
-    from evalfarm.workers.sessions import output_budget
+    from evalfarm.workers.session_host import output_budget
 
     settings = WorkerSettings()
     capacity, cap = output_budget(settings.session_output_mb << 20, settings.sessions)
@@ -375,7 +375,7 @@ def test_a_nodes_output_budget_caps_its_sessions_and_a_report_bomb_ends_none(
     """Two sessions that each may print 64 MiB on a node that holds 2 MB of output for both: each
     is held to its share and says so; and a cell's unreadable report is its runtime_error, not the
     node's failure, its session living on."""
-    from evalfarm.workers.sessions import output_budget
+    from evalfarm.workers.session_host import output_budget
 
     url, workers = farm_with_sessions
     workers.start(concurrency=1, EVALFARM_SESSIONS="2", EVALFARM_SESSION_OUTPUT_MB="2")

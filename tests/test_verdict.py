@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from evalfarm.sandbox._request import read_report
+from evalfarm.sandbox._client_request import read_report
 from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.status import Status
 from evalfarm.sandbox.verdict import Observed, classify, classify_judged, compile_verdict, infra_reason

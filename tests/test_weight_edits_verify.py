@@ -135,7 +135,7 @@ def test_a_malformed_trajectory_in_a_job_is_invalid() -> None:
 
 
 class FakeFarm:
-    """Stands in for `broker.client.Farm`: three processes, each job scored in this process."""
+    """Stands in for `broker.farm.Farm`: three processes, each job scored in this process."""
 
     def __init__(self, broker_url: str, progress: bool = True) -> None:
         self.broker_url = broker_url
@@ -159,9 +159,9 @@ class FakeFarm:
 def test_broker_grades_split_over_the_farm_with_the_same_bytes(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import evalfarm.broker.client
+    import evalfarm.broker.farm
 
-    monkeypatch.setattr(evalfarm.broker.client, "Farm", FakeFarm)
+    monkeypatch.setattr(evalfarm.broker.farm, "Farm", FakeFarm)
     case = CASES[name]
     flags = ("--broker", "redis://farm.invalid:6379/0")
     status, reward_path = run_verify(tmp_path, monkeypatch, case["variables"], case["trajectory"], *flags)
@@ -169,7 +169,7 @@ def test_broker_grades_split_over_the_farm_with_the_same_bytes(
 
 
 def test_code_envs_get_the_answer_as_completion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import evalfarm.broker.client
+    import evalfarm.broker.farm
 
     seen: list[dict[str, Any]] = []
 
@@ -187,7 +187,7 @@ def test_code_envs_get_the_answer_as_completion(tmp_path: Path, monkeypatch: pyt
                 }
             ]
 
-    monkeypatch.setattr(evalfarm.broker.client, "Farm", RecordingFarm)
+    monkeypatch.setattr(evalfarm.broker.farm, "Farm", RecordingFarm)
     job_file = tmp_path / "job.json"
     job_file.write_text(
         json.dumps({"prompt": "def add(a, b):\n", "test": "def check(f):\n    assert f(1, 2) == 3\n"})

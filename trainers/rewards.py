@@ -129,7 +129,7 @@ class _Farms:
         settings = self._settings()
         with self._lock:
             if settings.broker_url not in self._sync:
-                from evalfarm.broker.client import Farm
+                from evalfarm.broker.farm import Farm
 
                 self._sync[str(settings.broker_url)] = Farm(settings=settings, progress=False)
             return self._sync[str(settings.broker_url)]
@@ -142,7 +142,7 @@ class _Farms:
         with self._lock:
             farms = self._async.setdefault(loop, {})
             if settings.broker_url not in farms:
-                from evalfarm.broker.aio import AsyncFarm
+                from evalfarm.broker.async_farm import AsyncFarm
 
                 farms[str(settings.broker_url)] = AsyncFarm(settings=settings)
             return farms[str(settings.broker_url)]

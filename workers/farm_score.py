@@ -18,7 +18,7 @@ def add_arguments(where: Any) -> None:
 def farm_results(args: argparse.Namespace, lines: list[Any]) -> Iterator[Iterator[dict[str, Any]]]:
     """Results of the jobs file's `lines` in order, from the farm the flags name (embedded unless a
     broker); lines that are not jobs are answered in place."""
-    from evalfarm.broker.client import Farm
+    from evalfarm.broker.farm import Farm
     from evalfarm.workers.jobs_file import in_place, parse
     from evalfarm.workers.options import settings_from
 

@@ -199,7 +199,7 @@ def _connect_signals(
 
 
 class SessionHostProcess:
-    """The node's session host (`workers.sessions`), a child process started once the node is ready
+    """The node's session host (`workers.session_host`), a child process started once the node is ready
     and started again should it die (its sessions are lost with it: their clients are told so)."""
 
     def __init__(self, settings: WorkerSettings, node: str, slot: int) -> None:
@@ -215,7 +215,7 @@ class SessionHostProcess:
         threading.Thread(target=self._keep, name="evalfarm-session-host", daemon=True).start()
 
     def _keep(self) -> None:
-        from evalfarm.workers.sessions import start_host
+        from evalfarm.workers.session_host import start_host
 
         while not self.stopping.is_set():
             self.process = start_host(self.settings, self.node, self.slot)

@@ -32,7 +32,7 @@ from evalfarm.envs.codecontests.checkers import FLOAT_RULES, Checker, Comparison
 from evalfarm.envs.datasets import IOPair
 from evalfarm.sandbox.bridge import parse_reply
 from evalfarm.sandbox.limits import Limits
-from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.run_result import RunResult
 from evalfarm.sandbox.status import Status
 from evalfarm.sandbox.values import Unencodable
 

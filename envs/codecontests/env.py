@@ -54,7 +54,7 @@ from evalfarm.envs.trajectory import answer_field
 from evalfarm.envs.validation import require_language, validate_job
 from evalfarm.sandbox import languages
 from evalfarm.sandbox.limits import Limits
-from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.run_result import RunResult
 from evalfarm.sandbox.status import Status, worst
 
 # Runs after which the remaining tests cannot change the verdict (or the verdict cannot be trusted).

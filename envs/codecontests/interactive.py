@@ -47,7 +47,7 @@ from evalfarm.envs.codecontests.replay import ACCEPTED, FAILED, REPLAYS, WAITED,
 from evalfarm.envs.datasets import Solution
 from evalfarm.sandbox import InteractorSpec, JudgeRun, attachment_path
 from evalfarm.sandbox.limits import Limits
-from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.run_result import RunResult
 from evalfarm.sandbox.status import Status
 
 _FAIL_EXIT = 3

@@ -48,7 +48,7 @@ from evalfarm.envs.codecontests.replay import (
 )
 from evalfarm.sandbox import JudgeRun, attachment_path
 from evalfarm.sandbox.limits import Limits
-from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.run_result import RunResult
 from evalfarm.sandbox.status import Status
 
 TESTLIB = Path(__file__).resolve().parent / "testlib" / "testlib.h"

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the batch, score it on an embedded farm, print the summary; 1 if the farm failed a job."""
-    from evalfarm.broker.client import Farm
+    from evalfarm.broker.farm import Farm
     from evalfarm.envs import env_ids
     from evalfarm.workers.demo_jobs import demo_batch
     from evalfarm.workers.embedded import EmbeddedError, EmbeddedFarm

@@ -106,7 +106,7 @@ def _verify_weight_edits(args: argparse.Namespace) -> int:
 
 def _weight_edits_on_farm(broker: str, task: Any, answer: str) -> dict[str, Any] | None:
     """The seed's payload graded by the farm, episodes split over its processes; None if it failed."""
-    from evalfarm.broker.client import Farm
+    from evalfarm.broker.farm import Farm
     from evalfarm.envs.verify import reward_payload
     from evalfarm.envs.weight_edits import merge_results, split_job
 
@@ -157,7 +157,7 @@ def _verify_code_env(args: argparse.Namespace) -> int:
 
 def _score_code_job(job: dict[str, Any], broker: str | None) -> dict[str, Any]:
     if broker:
-        from evalfarm.broker.client import Farm
+        from evalfarm.broker.farm import Farm
 
         with Farm(broker, progress=False) as farm:
             return dict(farm.score([job])[0])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalfarm.sandbox import Status
-from evalfarm.sandbox.client import RESTART_REASONS
+from evalfarm.sandbox.slot import RESTART_REASONS
 from evalfarm.tasks.process import WorkerProcess
 from evalfarm.workers.metrics import instruments as m
 

@@ -96,7 +96,7 @@ WORKER_PROCESSES = Gauge(
     registry=None,
 )
 
-# Sessions (workers.sessions): recorded by the node's session host, served with the node's metrics.
+# Sessions (workers.session_host): recorded by the node's session host, served with the node's metrics.
 # Labelled by the sessions' language (a closed set): a metric without labels would make a file for
 # its value in every process that imports this module, the pool's children included.
 SESSIONS_OPEN = Gauge(

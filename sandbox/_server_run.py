@@ -17,8 +17,8 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from evalfarm.sandbox import _binaries, _payload, _protocol, _runner
-from evalfarm.sandbox._supervise import Capture, Host, Member, supervise
+from evalfarm.sandbox import _binaries, _child, _payload, _protocol
+from evalfarm.sandbox._server_supervise import Capture, Host, Member, supervise
 from evalfarm.sandbox.limits import Limits
 
 if TYPE_CHECKING:
@@ -120,9 +120,9 @@ class Run:
         """A Python program (`mode`: program, or call with its value on REPLIES_FD)."""
         child = self._standard_fds(fds)
         if mode == "call":
-            child[_runner.REPLIES_FD] = self._capture("reply", reply_bytes, reason="reply")
+            child[_child.REPLIES_FD] = self._capture("reply", reply_bytes, reason="reply")
         if fetch:
-            child[_runner.FILES_FD] = self._output_memfd("files")
+            child[_child.FILES_FD] = self._output_memfd("files")
         member = self._start(
             lambda: self.server.fork("candidate", self.server.plan(self.limits, mode), child)
         )
@@ -139,8 +139,8 @@ class Run:
         """A compiled program's binary (or a runtime running its build, staged in /tmp), on the
         job's stdin."""
         child = self._standard_fds(fds)
-        order = (child[0], child[1], child[2], child[_runner.RESULT_FD])
-        attached = tuple(fd for target, fd in sorted(child.items()) if target >= _runner.ATTACHED_FD)
+        order = (child[0], child[1], child[2], child[_child.RESULT_FD])
+        attached = tuple(fd for target, fd in sorted(child.items()) if target >= _child.ATTACHED_FD)
         stage_fd = build_fd if language and language.get("stage") else None
         member = self._start(
             lambda: self.server.spawn_native(
@@ -157,7 +157,7 @@ class Run:
         memfd and the compile's facts."""
         child = self._standard_fds(fds)
         binary = _binaries.new_memfd()
-        child[_runner.FILES_FD] = binary
+        child[_child.FILES_FD] = binary
         plan = self.server.plan(self.limits, "compile", memory=memory)
         member = self._start(lambda: self.server.fork("compile", plan, child))
         header, outputs = self._finish([member], "compile")
@@ -181,7 +181,7 @@ class Run:
         requests_r, requests_w = self._pipe()
         replies_r, replies_w = self._pipe()
         candidate_fds = self._standard_fds(fds)
-        candidate_fds.update({_runner.REQUESTS_FD: requests_r, _runner.REPLIES_FD: replies_w})
+        candidate_fds.update({_child.REQUESTS_FD: requests_r, _child.REPLIES_FD: replies_w})
         job = {
             "payload": fds["judge_payload"],
             "requests": requests_w,
@@ -215,7 +215,7 @@ class Run:
             0: to_program_r,
             1: to_interactor_w,
             2: self._capture("stderr", self.limits["output_bytes"]),
-            _runner.RESULT_FD: self._output_memfd("report"),
+            _child.RESULT_FD: self._output_memfd("report"),
         }
         interactor = {
             0: to_interactor_r,
@@ -223,7 +223,7 @@ class Run:
             # The interactor's log is the judge's, not the program's output: it never ends the run,
             # and its newest bytes (testlib's verdict is its last line) are kept.
             2: self._capture("interactor_stderr", JUDGE_OUTPUT_BYTES, roll=True),
-            _runner.RESULT_FD: self._output_memfd("interactor_report"),
+            _child.RESULT_FD: self._output_memfd("interactor_report"),
         }
         interactor.update({target: fd for target, fd in self._attachments(fds).items()})
         members = [
@@ -249,11 +249,11 @@ class Run:
     ) -> Member:
         """Start one process of an interactive run: a Python program forked, or a binary spawned."""
         if binary_fd is None:
-            child[_runner.PAYLOAD_FD] = payload
+            child[_child.PAYLOAD_FD] = payload
             plan = self.server.plan(limits, "program", cgroup=cgroup)
             return self._start(lambda: self.server.fork(role, plan, child), keep_open=True, in_cgroup=cgroup)
-        order = (child[0], child[1], child[2], child[_runner.RESULT_FD])
-        attached = tuple(fd for target, fd in sorted(child.items()) if target >= _runner.ATTACHED_FD)
+        order = (child[0], child[1], child[2], child[_child.RESULT_FD])
+        attached = tuple(fd for target, fd in sorted(child.items()) if target >= _child.ATTACHED_FD)
         native = spec["native"]
         # A runtime's build (a Java archive, a script) is staged for the runtime, which is what runs.
         executable = self.server.runtime(native["runtime"]) if native.get("runtime") else binary_fd
@@ -284,10 +284,10 @@ class Run:
             0: fds["stdin"] if "stdin" in fds else self._empty_stdin(),
             1: self._capture("stdout", self.limits["output_bytes"]),
             2: self._capture("stderr", self.limits["output_bytes"]),
-            _runner.RESULT_FD: self._output_memfd("report"),
+            _child.RESULT_FD: self._output_memfd("report"),
         }
         if "payload" in fds:
-            child[_runner.PAYLOAD_FD] = fds["payload"]
+            child[_child.PAYLOAD_FD] = fds["payload"]
         child.update(self._attachments(fds))
         return child
 
@@ -298,7 +298,7 @@ class Run:
         for index in range(MAX_ATTACHMENTS):
             if f"attach{index}" not in fds:
                 break
-            found[_runner.ATTACHED_FD + index] = fds[f"attach{index}"]
+            found[_child.ATTACHED_FD + index] = fds[f"attach{index}"]
         return found
 
     def _empty_stdin(self) -> int:

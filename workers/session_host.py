@@ -2,8 +2,8 @@
 and runs their cells.
 
 A node starts one (`start_host`) beside its pool. The host has a sandbox slot of its own, beyond the
-pool's, from which it forks each session's interpreter (`sandbox.sessions.Interpreter`). Producers
-reach it through Redis (`broker.sessions`): the host consumes its own request list, and a session's
+pool's, from which it forks each session's interpreter (`sandbox.session_interpreter.Interpreter`). Producers
+reach it through Redis (`broker.session_client`): the host consumes its own request list, and a session's
 record says which host holds it. Each host incarnation has a fresh id, so a session can never be
 answered by an interpreter that does not hold its state: a restarted host knows none of the old ids.
 
@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 from evalfarm.broker import keys
-from evalfarm.broker.sessions import SessionSpec, record_of
+from evalfarm.broker.session_client import SessionSpec, record_of
 from evalfarm.broker.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
@@ -251,7 +251,7 @@ class _Session:
         self.thread = threading.Thread(target=self._serve, name="evalfarm-session", daemon=True)
 
     def record(self) -> str:
-        """The session's record in Redis (`broker.sessions.record_of`)."""
+        """The session's record in Redis (`broker.session_client.record_of`)."""
         return json.dumps(record_of(self.host.host_id, self.spec))
 
     def record_ttl_ms(self) -> int:
@@ -313,7 +313,7 @@ class _Session:
     def start(self, reply: str) -> bool:
         """Start the session's interpreter and answer its opener; whether it started."""
         from evalfarm.sandbox import SandboxError
-        from evalfarm.sandbox.sessions import Interpreter
+        from evalfarm.sandbox.session_interpreter import Interpreter
 
         host = self.host
         name = f"{host.cgroup_parent}/s-{self.id[:16]}" if os.geteuid() == 0 else None
@@ -362,7 +362,7 @@ def output_budget(budget_bytes: int, sessions: int) -> tuple[int, int]:
     """How many sessions a host holds, and each one's output cap per stream, so that all of them at
     once hold no more than `budget_bytes` of output (each running cell's streams and report):
     `sessions`, or fewer when the budget cannot give each the least cap."""
-    from evalfarm.sandbox.sessions import MAX_REPORT_BYTES, MIN_OUTPUT_BYTES, held_bytes
+    from evalfarm.sandbox.session_interpreter import MAX_REPORT_BYTES, MIN_OUTPUT_BYTES, held_bytes
 
     capacity = min(sessions, budget_bytes // held_bytes(MIN_OUTPUT_BYTES))
     if capacity == 0:
@@ -409,7 +409,7 @@ def start_host(settings: WorkerSettings, node: str, slot: int) -> subprocess.Pop
     # On its stdin, not its command line: the settings hold Redis's password, and any local user can
     # read a process's command line.
     host = subprocess.Popen(
-        [sys.executable, "-m", "evalfarm.workers.sessions"],
+        [sys.executable, "-m", "evalfarm.workers.session_host"],
         stdin=subprocess.PIPE,
         preexec_fn=parent_death_signal(signal.SIGKILL),
     )
@@ -420,7 +420,7 @@ def start_host(settings: WorkerSettings, node: str, slot: int) -> subprocess.Pop
 
 
 def main() -> None:
-    """`python -m evalfarm.workers.sessions < CONFIG`: a node's session host, until SIGTERM."""
+    """`python -m evalfarm.workers.session_host < CONFIG`: a node's session host, until SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/sessions] %(message)s")
     config = json.loads(sys.stdin.read())
     settings = WorkerSettings.model_validate(config["settings"])

@@ -13,9 +13,9 @@ import json
 from typing import Any
 
 from evalfarm.sandbox import _payload, bridge, languages, values, verdict
-from evalfarm.sandbox._runner import ATTACHED_FD
+from evalfarm.sandbox._child import ATTACHED_FD
 from evalfarm.sandbox.limits import Limits
-from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.run_result import RunResult
 from evalfarm.sandbox.status import Status
 
 MAX_REPORT_BYTES = 64 << 10  # a report is a few short JSON lines written by the sandbox's own code
@@ -379,7 +379,7 @@ def _fetched(data: bytes, requested: tuple[str, ...]) -> dict[str, str]:
 
 def verdict_files_cap() -> int:
     """The most bytes of fetched files a result carries (with the payload's header)."""
-    from evalfarm.sandbox._runner import FETCH_MAX_BYTES
+    from evalfarm.sandbox._child import FETCH_MAX_BYTES
 
     return FETCH_MAX_BYTES + _FILES_SLACK
 

@@ -1,7 +1,7 @@
 """Sessions: a sandboxed Python interpreter kept alive on one node between runs, for agents that run
 code mid-rollout (`with farm.session(ttl_s=60) as s: s.run("x = 41"); s.run("x + 1").value`).
 
-Routing is through Redis, as for batches: each node's session host (`workers.sessions`) advertises
+Routing is through Redis, as for batches: each node's session host (`workers.session_host`) advertises
 itself and consumes a request list of its own; a session's record names the host incarnation that
 holds it, so a run goes to that host's list and is answered on a reply list of its own, in order.
 A run for a session whose host is gone (its advertisement expired: the node died) answers
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalfarm.broker import keys
 from evalfarm.broker.connections import decoded
 
-INTERRUPT_GRACE_S = 1.0  # sandbox.sessions' own: an interrupted cell's time to give up
+INTERRUPT_GRACE_S = 1.0  # sandbox.session_interpreter' own: an interrupted cell's time to give up
 ANSWER_MARGIN_S = 10.0  # beyond a run's timeout and grace before a live host is presumed stuck
 WAIT_SLICE_S = 1.0  # how often a waiting client looks whether the session's host still lives
 OPEN_TIMEOUT_S = 25.0  # a session's start (the host's first one starts its sandbox slot)

@@ -1,7 +1,7 @@
 """Inside a session: one sandboxed Python interpreter that runs cells, keeping its globals, its
 imports and its /tmp between them, as a notebook's kernel does.
 
-The process is forked by a fork server and walls itself in like any run (`sandbox._runner`), then
+The process is forked by a fork server and walls itself in like any run (`sandbox._child`), then
 serves cells on its control channel (descriptor 3) until the channel closes. Each cell arrives with
 descriptors of its own: its code and stdin (memfds), its stdout and stderr (pipes the session's
 manager drains) and a report pipe. The cell runs as a notebook runs one: statements executed in the
@@ -11,7 +11,7 @@ the pipe is closed: a report for a later cell needs that cell's pipe, which no c
 the cell starts.
 
 Nothing here is a verdict: whether a cell ran out of time or memory, or killed its interpreter, is
-the manager's to see from outside (`sandbox.sessions`). The report says only what the cell did in
+the manager's to see from outside (`sandbox.session_interpreter`). The report says only what the cell did in
 the process it owns: its value, or the exception it raised.
 """
 
@@ -32,7 +32,7 @@ from evalfarm.sandbox import _payload, _protocol
 
 CONTROL_FD = 3
 MAX_VALUE_CHARS = 64 << 10  # a value's repr past this is cut (the manager caps the report too)
-# A report's line is cut to fit this, well under what the manager keeps (sandbox.sessions'
+# A report's line is cut to fit this, well under what the manager keeps (sandbox.session_interpreter'
 # MAX_REPORT_BYTES): a repr of 64 Ki characters escaped as JSON may be six or twelve times longer.
 MAX_REPORT_BYTES = 128 << 10
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from evalfarm.broker import audit, replies
 from evalfarm.broker.batch import BatchStats
-from evalfarm.broker.client import farm_status, language_key, progress_bar, unreachable
 from evalfarm.broker.connections import MasterWatch, aclose, async_redis_client, close, decoded, redis_client
+from evalfarm.broker.farm import farm_status, language_key, progress_bar, unreachable
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
-from evalfarm.broker.sessions import AsyncSession, SessionSpec
+from evalfarm.broker.session_client import AsyncSession, SessionSpec
 from evalfarm.broker.settings import ClientSettings
 
 

@@ -21,7 +21,7 @@ from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX, SESSION_
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.result import Result, from_worker, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
-from evalfarm.broker.sessions import Session, SessionSpec
+from evalfarm.broker.session_client import Session, SessionSpec
 from evalfarm.broker.settings import ClientSettings
 
 __all__ = ["NODE_KEY_PREFIX", "Farm", "Result", "from_worker"]
@@ -146,7 +146,7 @@ class Farm:
     ) -> Session:
         """Open a session: a sandboxed interpreter kept alive on one node between runs (`with
         farm.session(ttl_s=60) as s: s.run("x = 41"); s.run("x + 1").value == "42"`). `limits`:
-        `broker.sessions.SessionLimits`' fields. Raises SessionsFull when no node has room."""
+        `broker.session_client.SessionLimits`' fields. Raises SessionsFull when no node has room."""
         spec = SessionSpec.model_validate({"language": language, "ttl_s": ttl_s, "limits": limits or {}})
         return Session.open(self._redis, spec)
 

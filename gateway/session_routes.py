@@ -1,4 +1,4 @@
-"""Sessions over HTTP: a sandboxed interpreter kept alive between requests (`broker.sessions`).
+"""Sessions over HTTP: a sandboxed interpreter kept alive between requests (`broker.session_client`).
 
 - `POST /v1/sessions` `{"language": "python", "ttl_s": 60, "limits": {...}}` -> 201
   `{"session_id", "expires_at"}` (unix seconds: when idleness would end it). 429 with `Retry-After`
@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from evalfarm.broker.sessions import (
+from evalfarm.broker.session_client import (
     MAX_RUN_TIMEOUT_S,
     AsyncSession,
     SessionNotFound,

@@ -139,7 +139,7 @@ class Member:
             "cpu_s": rusage.ru_utime + rusage.ru_stime if rusage else 0.0,
             "wall_s": self.wall_s,
             # A native run's max RSS is this server's: its launcher starts in a vfork of this process
-            # (sandbox._run reads the slot's cgroup peak instead).
+            # (sandbox._server_run reads the slot's cgroup peak instead).
             "max_rss_mb": None if self.native or rusage is None else rusage.ru_maxrss / 1024,
             "ended_by": self.ended_by if killed else None,
             "native": self.native,

@@ -1,6 +1,6 @@
 """A session's interpreter as its manager holds it: start it, send it cells, watch them from outside.
 
-The interpreter (`sandbox._session`) is forked by a slot's fork server under a run's walls and kept
+The interpreter (`sandbox._session_child`) is forked by a slot's fork server under a run's walls and kept
 alive between cells; it joins cgroups of its own, so its memory and processes are capped across its
 whole life, not per cell. Everything that decides a cell's status is seen from here: the wall clock,
 the interpreter's death (its pidfd), the cgroup's OOM kills. The cell's own report says only what the
@@ -24,13 +24,13 @@ import time
 from typing import Any
 
 from evalfarm.sandbox import _cgroups, _payload, _protocol
-from evalfarm.sandbox.client import Sandbox, SandboxError
 from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.slot import Sandbox, SandboxError
 from evalfarm.sandbox.status import Status
 
 INTERRUPT_GRACE_S = 1.0  # how long an interrupted cell has to give up before the session is killed
 START_TIMEOUT_S = 30.0
-MAX_REPORT_BYTES = 256 << 10  # sandbox._session writes its report within this
+MAX_REPORT_BYTES = 256 << 10  # sandbox._session_child writes its report within this
 MIN_OUTPUT_BYTES = 4096  # the least a session's output cap may be
 MALFORMED = "the cell's report was malformed"
 

@@ -20,11 +20,11 @@ import sys
 import threading
 from typing import Any
 
-from evalfarm.sandbox import _native, _payload, _protocol, _request, languages
-from evalfarm.sandbox._request import CallSpec, InteractorSpec, JudgeRun, JudgeSpec, Request
-from evalfarm.sandbox._runner import RUN_ENVIRONMENT
+from evalfarm.sandbox import _client_request, _native, _payload, _protocol, languages
+from evalfarm.sandbox._child import RUN_ENVIRONMENT
+from evalfarm.sandbox._client_request import CallSpec, InteractorSpec, JudgeRun, JudgeSpec, Request
 from evalfarm.sandbox.limits import Limits
-from evalfarm.sandbox.result import RunResult
+from evalfarm.sandbox.run_result import RunResult
 from evalfarm.sandbox.status import Status
 
 __all__ = ["CallSpec", "JudgeSpec", "Sandbox", "SandboxConfig", "SandboxError"]
@@ -236,7 +236,7 @@ class Sandbox:
             except languages.CompilerMissing as error:
                 return RunResult(status=Status.INFRA_ERROR, error=str(error), infra_reason="no_compiler")
             return self._run(self._base, request)
-        request = _request.program(code_bytes, stdin_bytes, limits, call, files, fetch, judge)
+        request = _client_request.program(code_bytes, stdin_bytes, limits, call, files, fetch, judge)
         return self._run(self._server_for(code_bytes), request)
 
     def run_interactive(
@@ -252,7 +252,7 @@ class Sandbox:
         limits = limits or Limits()
         code_bytes = code.encode() if isinstance(code, str) else code
         try:
-            request = _request.interactive(code_bytes, language, interactor, limits)
+            request = _client_request.interactive(code_bytes, language, interactor, limits)
         except languages.CompilerMissing as error:
             return RunResult(status=Status.INFRA_ERROR, error=str(error), infra_reason="no_compiler")
         server = (
@@ -272,13 +272,13 @@ class Sandbox:
         limits = limits or Limits()
         code_bytes = code.encode() if isinstance(code, str) else code
         return self._run(
-            self._server_for(code_bytes + judge.data), _request.judged(code_bytes, judge, limits)
+            self._server_for(code_bytes + judge.data), _client_request.judged(code_bytes, judge, limits)
         )
 
     def open_session(
         self, limits: Limits, cgroup_procs: list[int] | tuple[int, ...] = ()
     ) -> tuple[socket.socket, int]:
-        """Fork a session's interpreter (`sandbox.sessions.Interpreter` drives it) on the slot's
+        """Fork a session's interpreter (`sandbox.session_interpreter.Interpreter` drives it) on the slot's
         extended server (numpy already in memory, shared with every session): its channel and a
         pidfd. `cgroup_procs`: `cgroup.procs` descriptors of the session's own cgroups, which it
         joins. A server lost under the request is started again once; then SandboxError.
@@ -345,7 +345,7 @@ class Sandbox:
         key = (language, source, limits, argv, tuple(sorted((headers or {}).items())))
         cached = self._native_requests.get(key)
         if cached is None:
-            cached = _request.native(languages.LANGUAGES[language], source, b"", limits, headers, argv)
+            cached = _client_request.native(languages.LANGUAGES[language], source, b"", limits, headers, argv)
             self._native_requests[key] = cached
             while len(self._native_requests) > NATIVE_REQUESTS_KEPT:
                 self._native_requests.popitem(last=False)
@@ -504,7 +504,7 @@ class _Server:
 
     def _margin(self, request: Request) -> float:
         """Time beyond the run's wall limit before the server is presumed lost: its compiles' too,
-        whichever side of the run compiles (sandbox._request.Request.compile_wall_s)."""
+        whichever side of the run compiles (sandbox._client_request.Request.compile_wall_s)."""
         return self.sandbox.config.margin_s + request.compile_wall_s
 
     def lost(self) -> bool:

@@ -21,7 +21,7 @@ Descriptors of a run (the server puts them in place; `plan["fds"]` says which ex
 Modes (`plan["mode"]`): `program` (run it), `call` (run it, then make the one call of its payload),
 `serve` (run it, then answer calls until they end), `judge_host` (the long-lived process that runs
 trusted judges, `sandbox._judge_host`), `session` (a long-lived interpreter running cells,
-`sandbox._session`), `compile` (a compiler on the payload's source).
+`sandbox._session_child`), `compile` (a compiler on the payload's source).
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ def child_main(plan: dict[str, Any], fds: dict[int, int]) -> NoReturn:
 
             _judge_host.serve()
         if mode == "session":
-            from evalfarm.sandbox import _session
+            from evalfarm.sandbox import _session_child
 
-            _session.serve()
+            _session_child.serve()
         header, blobs = _payload.unpack(_payload.read_fd(PAYLOAD_FD))
         os.close(PAYLOAD_FD)
     except BaseException as error:
