@@ -234,9 +234,9 @@ class Server:
         return run.program(request["mode"], fds, request.get("reply_bytes", 0), bool(request.get("fetch")))
 
     def _session(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
-        """Fork a session's interpreter (`sandbox._session_child`) and hand back, unsupervised, its channel
-        and a pidfd: its manager (`sandbox.session_interpreter`) sends it cells and ends it. It joins the cgroups
-        whose `cgroup.procs` descriptors came with the request (the session's own, so its memory and
+        """Fork a session's interpreter (`sandbox._session_child`) and hand back, unsupervised, its
+        channel and a pidfd: its manager (`sandbox.session_interpreter`) sends it cells and ends it. It
+        joins the cgroups whose `cgroup.procs` descriptors came with the request (the session's own, so its memory and
         processes are capped across its whole life), else none."""
         ours, theirs = _protocol.channel_pair()
         stdio = _payload.empty_memfd("evalfarm-session-stdio")
