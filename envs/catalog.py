@@ -43,7 +43,7 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="program",
             scorer="evalfarm.envs.program:ProgramEnv",
-            version="3",  # 2: `language` (C++); 3: C, Rust, Go, Java, JavaScript, PyPy
+            version="4",  # 2: `language` (C++); 3: C, Rust, Go, Java, JavaScript, PyPy; 4: files in all
             fields=frozenset({"code", "stdin", "files", "fetch_files", "language"}),
             answer="code",
             columns=("stdin", "limits", "language"),

@@ -270,7 +270,7 @@ class Server:
         except OSError as error:
             return {"unavailable": f"the runtime {native['runtime']}: {error.strerror}"}, []
         header, outputs = Run(self, request["limits"]).native(
-            executable, native["argv"], fds, native, binary_fd
+            executable, native["argv"], fds, native, binary_fd, request.get("files")
         )
         if native.get("compile") is not None:
             header["compile"] = compiled
@@ -386,10 +386,11 @@ class Server:
         cgroup: bool = True,
         language: dict[str, Any] | None = None,
         stage_fd: int | None = None,
+        links: tuple[str, ...] = (),
     ) -> Member:
         """A compiled program's process (or a runtime's, its program staged from `stage_fd`),
         through the launcher (a vfork and two small execs, no fork of this interpreter), under the
-        same walls."""
+        same walls; `links` name its first attachments in its /tmp (its files)."""
         cgroup_fds = self.cgroups.procs_fds if self.cgroups and cgroup else []
         facts = {name: (language or {}).get(name) for name in ("memory", "threads", "stage")}
         key = (json.dumps(limits, sort_keys=True), len(cgroup_fds), *facts.values())
@@ -404,7 +405,7 @@ class Server:
         return self.start(
             role,
             lambda: _native.spawn(
-                launcher_argv, argv, self.environment, fds, binary_fd, cgroup_fds, attached, stage_fd
+                launcher_argv, argv, self.environment, fds, binary_fd, cgroup_fds, attached, stage_fd, links
             ),
             native=True,
         )
