@@ -74,7 +74,9 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="codecontests",
             scorer="evalfarm.envs.codecontests:CodeContestsEnv",
-            version="4",  # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages
+            # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages; 5: a
+            # problem's own limits and files
+            version="5",
             fields=frozenset(
                 (
                     "completion",

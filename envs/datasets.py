@@ -4,7 +4,10 @@ File format: one JSON object per line, one problem each (what `evalfarm datasets
 `{"id": str, "description": str, "public_tests": [{"input": str, "output": str}, ...],
 "hidden_tests": [...]}` and, optionally, how it is judged: `checker`, `interactor`, `fn_name`
 (function-call tests: `input` the arguments, `output` the expected value), `checker_wall_s`,
-`float_tolerance` (see `envs/codecontests/checkers.py`). Other keys (`difficulty`, the `solutions`
+`float_tolerance` (see `envs/codecontests/checkers.py`); what it allows a program, `limits` (its
+dataset's `cpu_s`, `wall_s`, `memory_mb`: a job's `limits` override them); where its program reads
+and writes, `files` (`{"input": "input.txt", "output": "output.txt"}`: names in the program's working
+directory; absent, stdin and stdout). Other keys (`difficulty`, the `solutions`
 that `evalfarm datasets lint` runs) are kept out of the way; in a job's inline `problem` they are
 refused by name.
 
@@ -29,10 +32,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalfarm.envs.base import EnvError, InvalidJob
 from evalfarm.envs.validation import JobModel, describe
+from evalfarm.sandbox.limits import MAX_LIMITS
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +79,38 @@ class IOPair(JobModel):
 
 # What a problem may say about how it is judged (`envs/codecontests/checkers.py`).
 JUDGING_FIELDS = ("checker", "interactor", "fn_name", "checker_wall_s")
+# A file a problem's program reads or writes: a plain name in its working directory.
+FILE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
+
+
+class ProblemLimits(JobModel):
+    """A problem's own limits, from its dataset: CPU seconds per test, the wall clock, memory."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    cpu_s: float | None = Field(default=None, gt=0, le=MAX_LIMITS.cpu_s)
+    wall_s: float | None = Field(default=None, gt=0, le=MAX_LIMITS.wall_s)
+    memory_mb: int | None = Field(default=None, gt=0, le=MAX_LIMITS.memory_mb)
+
+
+class ProblemFiles(JobModel):
+    """Where a problem's program reads its test (`input`) and writes its answer (`output`), in its
+    working directory; a side not named is stdin or stdout. `stdio`: the judge allows both, so the
+    input is on stdin too, and stdout is the answer when the output file is left empty."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    input: str | None = Field(default=None, pattern=FILE_NAME)
+    output: str | None = Field(default=None, pattern=FILE_NAME)
+    stdio: bool = False
+
+    @model_validator(mode="after")
+    def _names_one(self) -> ProblemFiles:
+        if self.input is None and self.output is None:
+            raise ValueError("files: name `input`, `output` or both")
+        if self.input is not None and self.input == self.output:
+            raise ValueError("files: `input` and `output` are one file")
+        return self
 
 
 class Problem(JobModel):
@@ -94,6 +130,9 @@ class Problem(JobModel):
         default=None, min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
     )
     checker_wall_s: float = Field(default=10.0, gt=0, le=60)
+    # What its dataset allows a program (`limits`), and the files it reads and writes (`files`).
+    limits: ProblemLimits | None = None
+    files: ProblemFiles | None = None
 
     @model_validator(mode="after")
     def _bounded(self) -> Problem:
@@ -114,6 +153,8 @@ class Problem(JobModel):
                             )
         elif self.interactor is not None:
             raise ValueError("fn_name and interactor: a problem is one or the other")
+        if self.files is not None and (self.fn_name is not None or self.interactor is not None):
+            raise ValueError("files: a problem of function calls or with an interactor reads no file")
         return self
 
 

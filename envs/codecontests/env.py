@@ -15,6 +15,10 @@ in the sandbox, on the job's first test, and every test runs that binary. A comp
 (`syntax_error`, or `timeout`/`memory_limit` of the compile) stops the job; `compile` in the result
 says how long it took and whether the slot already held the binary.
 
+A problem's own `limits` (its dataset's time and memory, `problem_limits.py`) override the env's
+defaults and a job's `limits` override both; the result's `limits` are those applied. A problem with
+`files` reads its test from a file and writes its answer to one (`files.py`).
+
 How a test is judged is the problem's (`checker`, `envs/codecontests/checkers.py`: a comparison in
 the worker, or a checker program in the sandbox, `judging.py`; `fn_name`: the tests call a function,
 `calls.py`; `interactor`: an interactor program talks to the solution, `interactive.py`). The result
@@ -43,14 +47,17 @@ from evalfarm.envs.codecontests.checkers import (
 from evalfarm.envs.codecontests.compare import normalize_output
 from evalfarm.envs.codecontests.extract import LANGUAGE_NAMES, extract_code
 from evalfarm.envs.codecontests.feedback import PublicOutcome, format_feedback, parse_error_feedback
+from evalfarm.envs.codecontests.files import file_limits, run_with_files
 from evalfarm.envs.codecontests.interactive import InteractiveJudge, InteractorError, parse_interactor
 from evalfarm.envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
 from evalfarm.envs.codecontests.judging import ProgramJudge, TestVerdict
+from evalfarm.envs.codecontests.problem_limits import applied_limits
 from evalfarm.envs.datasets import DatasetStore, IOPair, Problem
 from evalfarm.envs.trajectory import answer_field
 from evalfarm.envs.validation import require_language, validate_job
 from evalfarm.sandbox import languages
 from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox.result import RunResult
 from evalfarm.sandbox.status import Status, worst
 
 # Runs after which the remaining tests cannot change the verdict (or the verdict cannot be trusted).
@@ -91,6 +98,9 @@ class CodeContestsEnv(Env):
         _refuse_unknown_problem_fields(job.get("problem"))
         request = validate_job(CodeContestsJob, job).check_choices()
         problem = self._problem(request, ctx)
+        limits = applied_limits(self.default_limits, problem, job.get("limits"))
+        if problem.files is not None:
+            limits = file_limits(limits)
         try:
             checker = parse_checker(problem.checker, problem.float_tolerance, problem.description)
             interactor = parse_interactor(problem.interactor) if problem.interactor is not None else None
@@ -100,7 +110,7 @@ class CodeContestsEnv(Env):
         require_language(ctx.sandbox, language)
         code = request.code if request.code is not None else extract_code(request.completion or "", language)
         if code is None:
-            return _parse_error(problem, language)
+            return _parse_error(problem, language) | {"limits": limits.to_dict()}
         if len(code) > MAX_CODE_CHARS:
             raise InvalidJob(f"completion: the program is longer than {MAX_CODE_CHARS} characters")
         judge = _Judge(ctx.sandbox, code, limits, problem, request.reward_shape, language, checker)
@@ -116,6 +126,7 @@ class CodeContestsEnv(Env):
             stopped = judge.compile_only()
         result = _result(problem, request.reward_shape, stopped, hidden, feedback)
         result["checker"] = judge.checker_name
+        result["limits"] = limits.to_dict()
         if judge.compile is not None:
             result["compile"] = judge.compile
         return result
@@ -154,6 +165,7 @@ class _Judge:
             else None
         )
         self.calls = CallTests(problem.fn_name, checker) if problem.fn_name else None
+        self.files = problem.files
         self.interactive: InteractiveJudge | None = None
         self.checker_name = self.calls.name if self.calls else checker.name
 
@@ -175,19 +187,25 @@ class _Judge:
             return Verdict(
                 judged.status, r.wall_s, r.cpu_s, "", stderr, judged.error, compile_failed, judged.score
             )
-        r = self.sandbox.run(
-            self.code, stdin=test.input.encode("utf-8"), limits=self.limits, language=self.language
-        )
+        r, answer = self._run_program(test.input)
         compile_failed = self._note_compile(r.compile)
         status, score, error = r.status, float(r.status is Status.OK), r.error
         if status is Status.OK:
-            judged = self._judge_output(test.input, r.stdout, test.output)
+            judged = self._judge_output(test.input, answer, test.output)
             status, score, error = judged.status, judged.score, judged.error
         # A failed compile's messages are the model's to read, from a hidden test too.
         keep = keep_output or compile_failed
-        stdout = r.stdout.decode("utf-8", "replace") if keep else ""
+        stdout = answer.decode("utf-8", "replace") if keep else ""
         stderr = r.stderr.decode("utf-8", "replace") if keep else ""
         return Verdict(status, r.wall_s, r.cpu_s, stdout, stderr, error, compile_failed, score)
+
+    def _run_program(self, given: str) -> tuple[RunResult, bytes]:
+        """The program's run on a test's input, and its answer: its stdout, or the file it wrote."""
+        if self.files is not None:
+            return run_with_files(self.sandbox, self.code, given, self.files, self.limits, self.language)
+        data = given.encode("utf-8")
+        r = self.sandbox.run(self.code, stdin=data, limits=self.limits, language=self.language)
+        return r, r.stdout
 
     def _judge_output(self, given: str, output: bytes, expected: str) -> TestVerdict:
         """The checker's verdict on a clean run's output."""
