@@ -43,7 +43,7 @@ ENVS: Mapping[str, EnvEntry] = {
         EnvEntry(
             id="program",
             scorer="evalfarm.envs.program:ProgramEnv",
-            version="3",  # 2: `language` (C++); 3: C, Rust, Go, Java, JavaScript, PyPy
+            version="4",  # 2: `language` (C++); 3: C, Rust, Go, Java, JavaScript, PyPy; 4: files in all
             fields=frozenset({"code", "stdin", "files", "fetch_files", "language"}),
             answer="code",
             columns=("stdin", "limits", "language"),
@@ -81,7 +81,8 @@ ENVS: Mapping[str, EnvEntry] = {
             scorer="evalfarm.envs.codecontests:CodeContestsEnv",
             # 2: `language`; 3: checkers, interactors, function-call tests; 4: languages; 5: fn_name is
             # looked up among the program's own names, values cross as the bridge carries them, a
-            # failing checker or interactor is replayed without the program, points as testlib writes them
+            # failing checker or interactor is replayed without the program, points as testlib writes
+            # them, a problem's own limits and files
             version="5",
             fields=frozenset(
                 (

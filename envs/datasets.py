@@ -6,9 +6,12 @@ File format: one JSON object per line, one problem each (what `evalfarm datasets
 (function-call tests: `input` the arguments, `output` the expected value), `checker_wall_s`,
 `float_tolerance` (see `envs/codecontests/checkers.py`); an interactive problem's `solutions`
 (`[{"language", "code"}, ...]`, the dataset's correct programs: its interactor's reference when it
-fails, `envs/codecontests/interactive.py`). Other keys (`difficulty`, the `solutions` of other
-problems, which `evalfarm datasets lint` reads from the file itself) are kept out of the way; in a
-job's inline `problem` they are refused by name.
+fails, `envs/codecontests/interactive.py`); what it allows a program, `limits` (its dataset's
+`cpu_s`, `wall_s`, `memory_mb`: a job's `limits` override them); where its program reads and
+writes, `files` (`{"input": "input.txt", "output": "output.txt"}`: names in the program's working
+directory; absent, stdin and stdout). Other keys (`difficulty`, the `solutions` of other problems,
+which `evalfarm datasets lint` reads from the file itself) are kept out of the way; in a job's
+inline `problem` they are refused by name.
 
 A worker makes datasets available by id from one directory (its `datasets_dir` setting, e.g. the
 EVALFARM_DATASETS_DIR variable read by the worker's settings, never here): `<dataset_id>.jsonl` files,
@@ -31,10 +34,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalfarm.envs.base import EnvError, InvalidJob
 from evalfarm.envs.validation import JobModel, Language, describe
+from evalfarm.sandbox.limits import MAX_LIMITS
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,38 @@ class IOPair(JobModel):
 
 # What a problem may say about how it is judged (`envs/codecontests/checkers.py`).
 JUDGING_FIELDS = ("checker", "interactor", "fn_name", "checker_wall_s", "solutions")
+# A file a problem's program reads or writes: a plain name in its working directory.
+FILE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
+
+
+class ProblemLimits(JobModel):
+    """A problem's own limits, from its dataset: CPU seconds per test, the wall clock, memory."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    cpu_s: float | None = Field(default=None, gt=0, le=MAX_LIMITS.cpu_s)
+    wall_s: float | None = Field(default=None, gt=0, le=MAX_LIMITS.wall_s)
+    memory_mb: int | None = Field(default=None, gt=0, le=MAX_LIMITS.memory_mb)
+
+
+class ProblemFiles(JobModel):
+    """Where a problem's program reads its test (`input`) and writes its answer (`output`), in its
+    working directory; a side not named is stdin or stdout. `stdio`: the judge allows both, so the
+    input is on stdin too, and stdout is the answer when the output file is left empty."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    input: str | None = Field(default=None, pattern=FILE_NAME)
+    output: str | None = Field(default=None, pattern=FILE_NAME)
+    stdio: bool = False
+
+    @model_validator(mode="after")
+    def _names_one(self) -> ProblemFiles:
+        if self.input is None and self.output is None:
+            raise ValueError("files: name `input`, `output` or both")
+        if self.input is not None and self.input == self.output:
+            raise ValueError("files: `input` and `output` are one file")
+        return self
 
 
 class Solution(JobModel):
@@ -121,6 +157,10 @@ class Problem(JobModel):
             return {**data, "solutions": data["solutions"][:MAX_SOLUTIONS]}
         return data
 
+    # What its dataset allows a program (`limits`), and the files it reads and writes (`files`).
+    limits: ProblemLimits | None = None
+    files: ProblemFiles | None = None
+
     @model_validator(mode="after")
     def _bounded(self) -> Problem:
         """Refuse a problem whose tests add up to more than MAX_PROBLEM_CHARS, or whose tests do not
@@ -140,6 +180,8 @@ class Problem(JobModel):
                             )
         elif self.interactor is not None:
             raise ValueError("fn_name and interactor: a problem is one or the other")
+        if self.files is not None and (self.fn_name is not None or self.interactor is not None):
+            raise ValueError("files: a problem of function calls or with an interactor reads no file")
         return self
 
 

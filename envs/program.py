@@ -6,7 +6,10 @@ says how long that took, `{"status", "wall_s", "cached"}`, and a program that do
 
 A job may also carry `files` (relative path -> base64 content, written into the run's private /tmp,
 its working directory, before it starts) and `fetch_files` (paths whose contents, base64, come back
-in the result's `files` when the program ends; at most 8 MiB in all), as SandboxFusion's requests do.
+in the result's `files` when the program ends; at most 8 MiB in all), as SandboxFusion's requests do,
+in every language. A compiled program's (or a runtime's) files are names in its working directory
+(no folder, no `/mnt/`), each a file it may read and write, and every name it fetches comes back
+(empty when it wrote nothing there).
 """
 
 from __future__ import annotations
@@ -88,14 +91,15 @@ class ProgramEnv(Env):
         """Run the program in this slot's sandbox."""
         request = validate_job(ProgramJob, job)
         require_language(ctx.sandbox, request.language)
-        if request.language != "python" and (request.files or request.fetch_files):
-            raise InvalidJob("files/fetch_files: only a Python program's run takes files")
         files = {in_run(path): content or "" for path, content in request.files.items()}
         fetch = {in_run(path): path for path in request.fetch_files}
-        run = ctx.sandbox.run(
-            request.code, request.stdin, limits, files=files or None, fetch=list(fetch) or None,
-            language=request.language,
-        )  # fmt: skip
+        try:
+            run = ctx.sandbox.run(
+                request.code, request.stdin, limits, files=files or None, fetch=list(fetch) or None,
+                language=request.language,
+            )  # fmt: skip
+        except ValueError as error:  # a compiled program's file that is not a name in its directory
+            raise InvalidJob(f"files: {error}") from None
         result = {"status": run.status.value, "reward": None, "error": run.error, **run.to_fields()}
         if request.fetch_files:
             result["files"] = {fetch.get(path, path): content for path, content in (run.files or {}).items()}

@@ -38,7 +38,7 @@ def score_job(job: Any, ctx: Context) -> dict[str, Any]:
             result["warnings"] = warnings
         result["code"] = Status(result["status"]).code
         result["env_version"] = env.version
-        result["limits"] = limits.to_dict()
+        result.setdefault("limits", limits.to_dict())  # an env may apply its problem's own
     except InvalidJob as error:
         result = make_result(job_id, env_id, Status.INVALID_JOB, None, str(error))
     except Exception as error:  # the farm's own fault: report it, never lose the job

@@ -7,6 +7,7 @@ the server's observations and the run's output memfds. The status is decided her
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import json
@@ -66,6 +67,18 @@ class Request:
         own_build = "interactor" in self.own_builds
         return _interactor_facts(reply, outputs, self.header["interactor"]["limits"], own_build)
 
+    def _files(self, outputs: dict[str, bytes]) -> dict[str, str] | None:
+        """The fetched files: a Python run's payload, or a native run's files one by one."""
+        if "files" in outputs:
+            return _fetched(outputs["files"], self.fetch)
+        if self.native and self.fetch:
+            return {
+                path: base64.b64encode(outputs[f"file:{path}"]).decode()
+                for path in self.fetch
+                if f"file:{path}" in outputs
+            }
+        return None
+
     def result(self, reply: dict[str, Any], outputs: dict[str, bytes]) -> RunResult:
         """The run's result, from the server's observations and the run's outputs."""
         if "unavailable" in reply:
@@ -119,7 +132,7 @@ class Request:
             error=error,
             infra_reason=verdict.infra_reason(status, error),
             exception=verdict.exception_name(stderr) if status is not Status.OK else None,
-            files=_fetched(outputs["files"], self.fetch) if "files" in outputs else None,
+            files=self._files(outputs),
             compile=reply.get("compile"),
             judge=judge_report if self.judged else interactor,
         )
@@ -227,6 +240,35 @@ def native(
     payload = _payload.pack({"compile": spec["compile"], "headers": list(headers)}, source, *headers.values())
     blobs = _with_stdin({"payload": payload}, stdin)
     return Request(request, blobs, limits, compile_wall_s=limits.compile_wall_s, own_builds=own)
+
+
+def with_files(
+    request: Request, files: dict[str, str] | None, fetch: list[str] | None, stage: str | None
+) -> Request:
+    """A native run's `request` with a Python run's `files` ({name: base64 content}, written in its
+    /tmp before it starts) and `fetch` (names whose content comes back): each a memfd named in the
+    run's /tmp (`sandbox._run.Run.native`). A name the run cannot have (a path, the staged program's
+    own `stage`) is a ValueError."""
+    names = list(dict.fromkeys([*(files or {}), *(fetch or ())]))
+    blobs = dict(request.blobs)
+    spec = []
+    for index, name in enumerate(names):
+        _check_file_name(name, stage)
+        content = base64.b64decode((files or {}).get(name) or "")
+        if content:
+            blobs[f"file{index}"] = content
+        blob = f"file{index}" if content else None
+        spec.append({"name": name, "blob": blob, "fetch": name in (fetch or ())})
+    header = dict(request.header, files=spec)
+    return dataclasses.replace(request, header=header, blobs=blobs, fetch=tuple(fetch or ()))
+
+
+def _check_file_name(name: str, stage: str | None) -> None:
+    """A native run's file is a name in its working directory, not its staged program's."""
+    if not name or name in (".", "..") or any(char in name for char in "/:\0") or len(name.encode()) > 255:
+        raise ValueError(f"{name!r}: a compiled program's file is a name in its working directory")
+    if stage is not None and name == stage.rsplit("/", 1)[-1]:
+        raise ValueError(f"{name!r}: the name of the program's own build")
 
 
 @dataclasses.dataclass(frozen=True)

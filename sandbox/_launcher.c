@@ -18,7 +18,8 @@
  *   4        the binary (a sealed memfd the server holds)
  *   5...     the cgroup.procs files of the slot's cgroups (`cgroup_fds=N` of them, at most 5)
  *   10...    a judge program's attachments (`attached=N` of them): read-only memfds it opens as
- *            /proc/self/fd/10, ... (a checker's input, output and answer); kept across the exec
+ *            /proc/self/fd/10, ... (a checker's input, output and answer); kept across the exec.
+ *            For a program with files, its files' memfds, each named in its /tmp (`links=`)
  * Arguments: `name=value` pairs, then `--` and the program's argv.
  */
 #include <asm/unistd.h>
@@ -238,6 +239,27 @@ static void stage_program(void) {
     SYS(__NR_close, out);
 }
 
+/* The run's files (`links=name:name:...`, names in its /tmp): each a symbolic link to the memfd of
+ * its rank among the attachments (/proc/self/fd/10, ...), which the server reads after the run. A
+ * program opens `input.txt` or writes `output.txt` as files, and its written bytes land where the
+ * server can read them once the run and its /tmp are gone. */
+static void link_files(void) {
+    const char *names = text("links");
+    for (long index = 0; *names; index++) {
+        char name[256];
+        char target[32];
+        unsigned long size = 0;
+        while (names[size] && names[size] != ':' && size < sizeof name - 1) {
+            name[size] = names[size];
+            size++;
+        }
+        name[size] = 0;
+        names += size + (names[size] == ':');
+        *append_number(append(target, "/proc/self/fd/"), ATTACHED_FD + index) = 0;
+        check(SYS(__NR_symlinkat, target, AT_FDCWD, name), "link a file");
+    }
+}
+
 static void drop_privileges(void) {
     long uid = number("uid");
     if (uid >= 0) {
@@ -371,6 +393,7 @@ void launch(long *stack) {
     }
     enter_namespaces();
     stage_program();
+    link_files();
     drop_privileges();
     restrict_with_landlock();
     set_limits();

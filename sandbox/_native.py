@@ -134,9 +134,11 @@ def spawn(
     cgroup_fds: list[int],
     attached: tuple[int, ...] = (),
     stage_fd: int | None = None,
+    links: tuple[str, ...] = (),
 ) -> int:
     """Start the launcher (as the first process of the PID namespace the caller unshared), its
-    descriptors in place; its pid.
+    descriptors in place; its pid. `links`: names in the run's /tmp of the first attachments (a
+    program's files, `sandbox._run.Run.native`).
 
     Every descriptor is first copied above all the others, then into place, so that no move
     overwrites one still to be moved.
@@ -158,5 +160,5 @@ def spawn(
     staging = max(*sources, *targets) + 1
     actions = [(os.POSIX_SPAWN_DUP2, fd, staging + i) for i, fd in enumerate(sources)]
     actions += [(os.POSIX_SPAWN_DUP2, staging + i, target) for i, target in enumerate(targets)]
-    named = [*arguments, f"attached={len(attached)}"]
+    named = [*arguments, f"attached={len(attached)}", f"links={':'.join(links)}"]
     return os.posix_spawn(LAUNCHER, [LAUNCHER, *named, "--", *argv], environment, file_actions=actions)

@@ -31,6 +31,7 @@ from typing import Any
 from evalfarm.sandbox import (
     _binaries,
     _cgroups,
+    _child,
     _judge_host,  # noqa: F401 - preloaded: the judge host runs it
     _landlock,
     _linux,
@@ -39,9 +40,8 @@ from evalfarm.sandbox import (
     _probe,
     _protocol,
     _rootfs,
-    _runner,
     _seccomp,
-    _session,  # noqa: F401 - preloaded: sessions run it
+    _session_child,  # noqa: F401 - preloaded: sessions run it
     bridge,  # noqa: F401 - preloaded: runs that call or judge use it
     languages,
 )
@@ -108,7 +108,7 @@ class Server:
         )
         self._setup_seccomp()
         self._setup_landlock()
-        _runner.install_stdio()
+        _child.install_stdio()
         # Exit handlers the preloaded modules registered are the server's, not a program's: a run
         # runs only the handlers its own program registers.
         atexit._clear()
@@ -235,9 +235,9 @@ class Server:
 
     def _session(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
         """Fork a session's interpreter (`sandbox._session_child`) and hand back, unsupervised, its
-        channel and a pidfd: its manager (`sandbox.session_interpreter`) sends it cells and ends it. It
-        joins the cgroups whose `cgroup.procs` descriptors came with the request (the session's own, so its memory and
-        processes are capped across its whole life), else none."""
+        channel and a pidfd: its manager (`sandbox.session_interpreter`) sends it cells and ends it.
+        It joins the cgroups whose `cgroup.procs` descriptors came with the request (the session's
+        own, so its memory and processes are capped across its whole life), else none."""
         ours, theirs = _protocol.channel_pair()
         stdio = _payload.empty_memfd("evalfarm-session-stdio")
         plan = self.plan(dict(request["limits"], cpu_s=None), "session", cgroup=False)
@@ -273,7 +273,7 @@ class Server:
         except OSError as error:
             return {"unavailable": f"the runtime {native['runtime']}: {error.strerror}"}, []
         header, outputs = Run(self, request["limits"]).native(
-            executable, native["argv"], fds, native, binary_fd
+            executable, native["argv"], fds, native, binary_fd, request.get("files")
         )
         if native.get("compile") is not None:
             header["compile"] = compiled
@@ -380,7 +380,7 @@ class Server:
         def begin() -> int:
             pid = os.fork()
             if pid == 0:
-                _runner.child_main(plan, fds)  # puts up the walls, runs the program; never returns
+                _child.child_main(plan, fds)  # puts up the walls, runs the program; never returns
             return pid
 
         return self.start(role, begin)
@@ -396,10 +396,11 @@ class Server:
         cgroup: bool = True,
         language: dict[str, Any] | None = None,
         stage_fd: int | None = None,
+        links: tuple[str, ...] = (),
     ) -> Member:
         """A compiled program's process (or a runtime's, its program staged from `stage_fd`),
         through the launcher (a vfork and two small execs, no fork of this interpreter), under the
-        same walls."""
+        same walls; `links` name its first attachments in its /tmp (its files)."""
         cgroup_fds = self.cgroups.procs_fds if self.cgroups and cgroup else []
         facts = {name: (language or {}).get(name) for name in ("memory", "threads", "stage")}
         key = (json.dumps(limits, sort_keys=True), len(cgroup_fds), *facts.values())
@@ -414,7 +415,7 @@ class Server:
         return self.start(
             role,
             lambda: _native.spawn(
-                launcher_argv, argv, self.environment, fds, binary_fd, cgroup_fds, attached, stage_fd
+                launcher_argv, argv, self.environment, fds, binary_fd, cgroup_fds, attached, stage_fd, links
             ),
             native=True,
         )

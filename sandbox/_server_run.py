@@ -135,20 +135,42 @@ class Run:
         fds: dict[str, int],
         language: dict[str, Any] | None = None,
         build_fd: int | None = None,
+        files: list[dict[str, Any]] | None = None,
     ) -> tuple[dict[str, Any], list[int]]:
         """A compiled program's binary (or a runtime running its build, staged in /tmp), on the
-        job's stdin."""
+        job's stdin; with `files`, its files in its /tmp (`_files`)."""
         child = self._standard_fds(fds)
+        links = self._files(files or [], fds, child)
         order = (child[0], child[1], child[2], child[_child.RESULT_FD])
         attached = tuple(fd for target, fd in sorted(child.items()) if target >= _child.ATTACHED_FD)
         stage_fd = build_fd if language and language.get("stage") else None
         member = self._start(
             lambda: self.server.spawn_native(
-                self.limits, executable, argv, order, attached, language=language, stage_fd=stage_fd
+                self.limits, executable, argv, order, attached, language=language, stage_fd=stage_fd,
+                links=links,
             ),
             native=True,
-        )
-        return self._finish([member], "candidate")
+        )  # fmt: skip
+        return _within_fetch_cap(*self._finish([member], "candidate"))
+
+    def _files(
+        self, files: list[dict[str, Any]], fds: dict[str, int], child: dict[int, int]
+    ) -> tuple[str, ...]:
+        """A native program's files (`files`: each a `name` in its /tmp, the `blob` of its content
+        if it has one, whether it comes back, `fetch`), as a Python run's `files` and `fetch`: each
+        a writable memfd at the attachments' descriptors, which the launcher names in the run's
+        /tmp, its content copied in the kernel from the job's sealed memfd; the ones to fetch are
+        outputs (`file:<name>`), read by the client after the run, when no process of it is left."""
+        for index, spec in enumerate(files):
+            fd = _payload.empty_memfd("evalfarm-file")
+            if spec.get("blob"):
+                _copy_fd(fds[spec["blob"]], fd)
+            if spec.get("fetch"):
+                self.outputs[f"file:{spec['name']}"] = fd
+            else:
+                self.owned.append(fd)
+            child[_child.ATTACHED_FD + index] = fd
+        return tuple(spec["name"] for spec in files)
 
     def compile(
         self, fds: dict[str, int], memory: str | None = None
@@ -380,3 +402,31 @@ class Run:
         truncated = {capture.name: capture.truncated for capture in self.captures}
         names = list(self.outputs)
         return {"members": facts, "truncated": truncated, "fds": names}, [self.outputs[n] for n in names]
+
+
+def _copy_fd(source: int, target: int) -> None:
+    """The whole content of memfd `source` into `target`, in the kernel (no byte in this heap)."""
+    size, offset = os.fstat(source).st_size, 0
+    while offset < size:
+        sent = os.sendfile(target, source, offset, size - offset)
+        if sent == 0:
+            break
+        offset += sent
+
+
+def _within_fetch_cap(header: dict[str, Any], outputs: list[int]) -> tuple[dict[str, Any], list[int]]:
+    """The reply with the fetched files (`file:<name>`) that fit the fetch cap, in order, as a Python
+    run's `_fetch_files` keeps them; a file past the cap is dropped, unread."""
+    budget = _child.FETCH_MAX_BYTES
+    names, kept = [], []
+    for name, fd in zip(header["fds"], outputs, strict=True):
+        if name.startswith("file:"):
+            size = os.fstat(fd).st_size
+            if size > budget:
+                os.close(fd)
+                continue
+            budget -= size
+        names.append(name)
+        kept.append(fd)
+    header["fds"] = names
+    return header, kept

@@ -212,7 +212,9 @@ class Sandbox:
         `language`: `python`, or a compiled language of `sandbox.languages` (`cpp`): then `code` is
         source, compiled in a run of its own under the limits' `compile_*` caps unless this slot
         already holds its binary, and the binary runs under the same walls a Python program does;
-        `call`, `files` and `fetch` are Python's only.
+        `call` is Python's only, and a compiled program's `files` and `fetch` are names in its
+        working directory (a path is a ValueError), each a file it may read and write; every name
+        it fetches comes back, empty when it wrote nothing there.
 
         `judge`: the program is a judge (a checker): its argv, its read-only attachments (opened as
         /proc/self/fd/N), its crash's exit code; `headers` go beside a compiled program's source.
@@ -233,6 +235,10 @@ class Sandbox:
         if language != "python":
             try:
                 request = self._native_request(language, code_bytes, stdin_bytes, limits, judge, headers)
+                if files or fetch:
+                    request = _client_request.with_files(
+                        request, files, fetch, request.header["native"]["stage"]
+                    )
             except languages.CompilerMissing as error:
                 return RunResult(status=Status.INFRA_ERROR, error=str(error), infra_reason="no_compiler")
             return self._run(self._base, request)

@@ -4,6 +4,7 @@ feedback, and `language` validated."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -157,7 +158,7 @@ def test_the_program_env_runs_cpp_and_reports_its_compile(ctx: Context) -> None:
     job = {"id": "p", "env": "program", "code": CPP_SUM, "stdin": "20 22\n", "language": "cpp"}
     result = score_job(job, ctx)
     assert (result["status"], result["stdout"], result["exit_code"]) == ("ok", "42\n", 0)
-    assert set(result["compile"]) == {"status", "wall_s", "cached"} and result["env_version"] == "3"
+    assert set(result["compile"]) == {"status", "wall_s", "cached"} and result["env_version"] == "4"
     broken = score_job({**job, "code": "int main() {"}, ctx)
     assert broken["status"] == "syntax_error" and "expected" in broken["stderr"]
 
@@ -166,9 +167,30 @@ def test_the_program_env_runs_cpp_and_reports_its_compile(ctx: Context) -> None:
     ("fields", "error"),
     [
         ({"language": "fortran"}, "language: 'fortran' is not a language (one of python, cpp, c, rust"),
-        ({"language": "cpp", "files": {"a.txt": ""}}, "files/fetch_files: only a Python program's run"),
+        (
+            {"language": "cpp", "files": {"a/b.txt": ""}},
+            "files: 'a/b.txt': a compiled program's file is a name",
+        ),
+        ({"language": "cpp", "fetch_files": ["x:y"]}, "files: 'x:y': a compiled program's file is a name"),
+        ({"language": "java", "files": {"main.jar": ""}}, "files: 'main.jar': the name of the program's own"),
     ],
 )
 def test_bad_language_fields_are_invalid_jobs(ctx: Context, fields: dict[str, Any], error: str) -> None:
     result = score_job({"id": "p", "env": "program", "code": "int main(){}", **fields}, ctx)
     assert result["status"] == "invalid_job" and result["error"].startswith(error), result["error"]
+
+
+def test_a_compiled_programs_files_come_and_go_as_a_python_programs(ctx: Context) -> None:
+    code = (
+        '#include <cstdio>\nint main() { FILE *in = fopen("in.txt", "r"); int x; fscanf(in, "%d", &x);'
+        ' FILE *out = fopen("out.txt", "w"); fprintf(out, "%d", 2 * x); fclose(out);'
+        ' FILE *again = fopen("in.txt", "a"); fputs(" seen", again); fclose(again); }\n'
+    )
+    files = {"in.txt": base64.b64encode(b"21").decode()}
+    job = {"id": "p", "env": "program", "language": "cpp", "code": code, "files": files,
+           "fetch_files": ["out.txt", "in.txt", "never.txt"]}  # fmt: skip
+    result = score_job(job, ctx)
+    assert result["status"] == "ok", result
+    fetched = {path: base64.b64decode(content) for path, content in result["files"].items()}
+    # a compiled program's requested file comes back even when it wrote nothing there (empty)
+    assert fetched == {"out.txt": b"42", "in.txt": b"21 seen", "never.txt": b""}

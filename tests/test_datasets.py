@@ -185,7 +185,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def test_prepare_from_a_directory_of_shards(shards: Path, tmp_path: Path) -> None:
     out = tmp_path / "cc.jsonl"
-    assert prepare_codecontests(shards, out, PrepareOptions(max_hidden=4)) == (5, 3)
+    done = prepare_codecontests(shards, out, PrepareOptions(max_hidden=4))
+    assert (done.read, done.written) == (5, 3)
+    assert sum(done.skipped.values()) == 2  # no public test; no hidden test
     first, *rest = read_jsonl(out)
     assert first["id"] == "1575_A. Sort" and first["description"] == "Problem 1575_A. Sort"
     assert first["public_tests"] == [{"input": "pub0\n", "output": "pub0!\n"}]

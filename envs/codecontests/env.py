@@ -15,6 +15,10 @@ in the sandbox, on the job's first test, and every test runs that binary. A comp
 (`syntax_error`, or `timeout`/`memory_limit` of the compile) stops the job; `compile` in the result
 says how long it took and whether the slot already held the binary.
 
+A problem's own `limits` (its dataset's time and memory, `problem_limits.py`) override the env's
+defaults and a job's `limits` override both; the result's `limits` are those applied. A problem with
+`files` reads its test from a file and writes its answer to one (`files.py`).
+
 How a test is judged is the problem's (`checker`, `envs/codecontests/checkers.py`: a comparison in
 the worker, or a checker program in the sandbox, `judging.py`; `fn_name`: the tests call a function,
 `calls.py`; `interactor`: an interactor program talks to the solution, `interactive.py`). The result
@@ -45,9 +49,11 @@ from evalfarm.envs.codecontests.checkers import (
 from evalfarm.envs.codecontests.compare import normalize_output
 from evalfarm.envs.codecontests.extract import LANGUAGE_NAMES, extract_code
 from evalfarm.envs.codecontests.feedback import PublicOutcome, format_feedback, parse_error_feedback
+from evalfarm.envs.codecontests.files import file_limits, run_with_files
 from evalfarm.envs.codecontests.interactive import InteractiveJudge, InteractorError, parse_interactor
 from evalfarm.envs.codecontests.job import MAX_CODE_CHARS, CodeContestsJob
 from evalfarm.envs.codecontests.judging import ProgramJudge, TestVerdict
+from evalfarm.envs.codecontests.problem_limits import applied_limits
 from evalfarm.envs.codecontests.replay import Replay, summary
 from evalfarm.envs.datasets import DatasetStore, IOPair, Problem
 from evalfarm.envs.trajectory import answer_field
@@ -96,6 +102,9 @@ class CodeContestsEnv(Env):
         _refuse_unknown_problem_fields(job.get("problem"))
         request = validate_job(CodeContestsJob, job).check_choices()
         problem = self._problem(request, ctx)
+        limits = applied_limits(self.default_limits, problem, job.get("limits"))
+        if problem.files is not None:
+            limits = file_limits(limits)
         try:
             checker = parse_checker(problem.checker, problem.float_tolerance, problem.description)
             interactor = parse_interactor(problem.interactor) if problem.interactor is not None else None
@@ -105,7 +114,7 @@ class CodeContestsEnv(Env):
         require_language(ctx.sandbox, language)
         code = request.code if request.code is not None else extract_code(request.completion or "", language)
         if code is None:
-            return _parse_error(problem, language)
+            return _parse_error(problem, language) | {"limits": limits.to_dict()}
         if len(code) > MAX_CODE_CHARS:
             raise InvalidJob(f"completion: the program is longer than {MAX_CODE_CHARS} characters")
         judge = _Judge(ctx.sandbox, code, limits, problem, request.reward_shape, language, checker)
@@ -126,6 +135,7 @@ class CodeContestsEnv(Env):
         replays += [("hidden", n, run.replay) for n, run in enumerate(hidden, 1) if run.replay]
         if replays:
             result["judge"] = summary(replays)
+        result["limits"] = limits.to_dict()
         if judge.compile is not None:
             result["compile"] = judge.compile
         return result
@@ -164,6 +174,7 @@ class _Judge:
             else None
         )
         self.calls = CallTests(problem.fn_name, checker) if problem.fn_name else None
+        self.files = problem.files
         self.interactive: InteractiveJudge | None = None
         self.checker_name = self.calls.name if self.calls else checker.name
 
@@ -183,18 +194,24 @@ class _Judge:
             compile_failed = self._note_compile(r.compile)
             stderr = r.stderr.decode("utf-8", "replace") if keep_output or compile_failed else ""
             return _verdict(judged, r, "", stderr, compile_failed)
-        r = self.sandbox.run(
-            self.code, stdin=test.input.encode("utf-8"), limits=self.limits, language=self.language
-        )
+        r, answer = self._run_program(test.input)
         compile_failed = self._note_compile(r.compile)
         judged = TestVerdict(r.status, float(r.status is Status.OK), r.error)
         if r.status is Status.OK:
-            judged = self._judge_output(test.input, r.stdout, test.output)
+            judged = self._judge_output(test.input, answer, test.output)
         # A failed compile's messages are the model's to read, from a hidden test too.
         keep = keep_output or compile_failed
-        stdout = r.stdout.decode("utf-8", "replace") if keep else ""
+        stdout = answer.decode("utf-8", "replace") if keep else ""
         stderr = r.stderr.decode("utf-8", "replace") if keep else ""
         return _verdict(judged, r, stdout, stderr, compile_failed)
+
+    def _run_program(self, given: str) -> tuple[RunResult, bytes]:
+        """The program's run on a test's input, and its answer: its stdout, or the file it wrote."""
+        if self.files is not None:
+            return run_with_files(self.sandbox, self.code, given, self.files, self.limits, self.language)
+        data = given.encode("utf-8")
+        r = self.sandbox.run(self.code, stdin=data, limits=self.limits, language=self.language)
+        return r, r.stdout
 
     def _judge_output(self, given: str, output: bytes, expected: str) -> TestVerdict:
         """The checker's verdict on a clean run's output."""

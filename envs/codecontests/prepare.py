@@ -5,8 +5,15 @@ Follows seed 003's `prepare_cp_data.py`: one object per problem with `id` (the p
 `max_hidden`), plus `difficulty`; problems are filtered on a minimum number of public tests, a
 difficulty range and a maximum count. Only the columns needed are read, batch by batch, so the large
 `solutions` columns of the real shards load only when asked for (`max_solutions`: up to so many
-Python 3 and C++ `solutions` and `incorrect_solutions` per problem, for `evalfarm datasets lint`).
-No checker is set unless given (`checker`): the seed's comparison, `exact`, judges these problems.
+Python 3, C++ and Java `solutions` and `incorrect_solutions` per problem, for `evalfarm datasets
+lint`). No checker is set unless given (`checker`): the seed's comparison, `exact`, judges these
+problems.
+
+The problem's own resources, as deepmind/code_contests' `contest_problem.proto` gives them (fields 29
+to 32): `time_limit` (a `google.protobuf.Duration`, `{seconds, nanos}` in the parquet shards) and
+`memory_limit_bytes` become `limits` (every time limit multiplied by `time_scale`); `input_file` and
+`output_file` ("Some problems expect specific files to be used instead", empty otherwise) become
+`files`.
 """
 
 from __future__ import annotations
@@ -15,12 +22,16 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from evalfarm.envs.codecontests.sources import iter_rows, source_files, write_problems
+from evalfarm.envs.codecontests.problem_limits import problem_limits
+from evalfarm.envs.codecontests.problem_parts import Skipped
+from evalfarm.envs.codecontests.rows import Row, iter_rows, source_files
+from evalfarm.envs.codecontests.sources import Prepared, write_problems
 
 COLUMNS = ("name", "description", "public_tests", "private_tests", "generated_tests", "difficulty")
+RESOURCE_COLUMNS = ("time_limit", "memory_limit_bytes", "input_file", "output_file")
 SOLUTION_COLUMNS = ("solutions", "incorrect_solutions")
-# The Language enum of code_contests' problem proto -> the farm's (Python 2 and Java are not run).
-LANGUAGES = {2: "cpp", 3: "python"}
+# The Language enum of code_contests' problem proto -> the farm's (Python 2 is not run).
+LANGUAGES = {2: "cpp", 3: "python", 4: "java"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +45,7 @@ class PrepareOptions:
     max_samples: int | None = None
     max_solutions: int = 0
     checker: str | None = None
+    time_scale: float = 1.0
 
 
 def convert_row(row: dict[str, Any], options: PrepareOptions) -> dict[str, Any] | None:
@@ -54,12 +66,28 @@ def convert_row(row: dict[str, Any], options: PrepareOptions) -> dict[str, Any] 
         "hidden_tests": hidden,
         "difficulty": difficulty,
     }
+    problem.update(_resources(row, options.time_scale))
     if options.checker is not None:
         problem["checker"] = options.checker
     if options.max_solutions:
         for key in SOLUTION_COLUMNS:
             problem[key] = _solutions(row.get(key), options.max_solutions)
     return problem
+
+
+def _resources(row: dict[str, Any], time_scale: float) -> dict[str, Any]:
+    """The problem's `limits` and `files`, where its row gives them."""
+    found: dict[str, Any] = {}
+    duration = row.get("time_limit") or {}
+    seconds = (duration.get("seconds") or 0) + (duration.get("nanos") or 0) / 1e9
+    memory = row.get("memory_limit_bytes")
+    limits = problem_limits(seconds, memory / (1 << 20) if memory else None, time_scale)
+    if limits:
+        found["limits"] = limits
+    files = {side: row.get(f"{side}_file") for side in ("input", "output") if row.get(f"{side}_file")}
+    if files:
+        found["files"] = files
+    return found
 
 
 def _solutions(solutions: dict[str, Any] | None, limit: int) -> list[dict[str, str]]:
@@ -79,8 +107,15 @@ def _pairs(tests: dict[str, Any] | None) -> list[dict[str, str]]:
     return [{"input": i, "output": o} for i, o in zip(inputs, outputs, strict=False)]
 
 
-def prepare_codecontests(source: str | Path, out: str | Path, options: PrepareOptions) -> tuple[int, int]:
-    """Write the problems of `source` kept by `options` to `out`; return (rows read, problems written)."""
-    columns = COLUMNS + (SOLUTION_COLUMNS if options.max_solutions else ())
-    rows = iter_rows(source_files(source, (".parquet",)), required=columns, columns=columns)
-    return write_problems(rows, lambda row: convert_row(row, options), out, options.max_samples)
+def prepare_codecontests(source: str | Path, out: str | Path, options: PrepareOptions) -> Prepared:
+    """Write the problems of `source` kept by `options` to `out`."""
+    columns = COLUMNS + RESOURCE_COLUMNS + (SOLUTION_COLUMNS if options.max_solutions else ())
+    rows = iter_rows(source_files(source, (".parquet",)), required=COLUMNS, columns=columns)
+    return write_problems(rows, lambda row: _kept(row, options), out, options.max_samples)
+
+
+def _kept(row: Row, options: PrepareOptions) -> dict[str, Any]:
+    problem = convert_row(row.values, options)
+    if problem is None:
+        raise Skipped("dropped by the filters (public tests, hidden tests, difficulty)")
+    return problem

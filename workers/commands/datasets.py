@@ -1,12 +1,13 @@
 """`evalfarm datasets`: prepare problem sets, and install them where workers look them up by id.
 
-    evalfarm datasets prepare KIND --source FILE_OR_DIR --out FILE.jsonl
+    evalfarm datasets prepare KIND --source FILE_OR_DIR --out FILE.jsonl [--time-scale X]
     evalfarm datasets load FILE.jsonl [--id ID] [--dir DIR] [--replace]
     evalfarm datasets list [--dir DIR]
     evalfarm datasets lint FILE.jsonl [--inline | --broker URL | --local] [--report REPORT.jsonl]
 
 KIND: codecontests (deepmind/code_contests), openr1-codeforces, codecontests-plus, taco, apps,
-livecodebench: local copies of each dataset's own files (`envs/codecontests/sources.py`).
+livecodebench: local copies of each dataset's own files, as downloaded (`envs/codecontests/sources.py`);
+each problem keeps its dataset's time and memory limits, every time limit multiplied by --time-scale.
 `lint` judges each problem's own correct and incorrect solutions through the farm and lists the
 problems that reject a correct one, accept a wrong one, or cannot be judged.
 
@@ -45,7 +46,10 @@ def _add_prepare(actions: Any) -> None:
     """`datasets prepare KIND`: a public dataset's own files -> JSONL."""
     parser = actions.add_parser("prepare", help="convert a public dataset to the problem JSONL format")
     parser.add_argument("kind", choices=["codecontests", *READERS], help="the dataset's format")
-    parser.add_argument("--source", required=True, help="a parquet or JSONL file, or a directory of them")
+    parser.add_argument(
+        "--source", required=True,
+        help="a parquet, JSONL or Arrow file, or a directory of them (a dataset's folder as downloaded)",
+    )  # fmt: skip
     parser.add_argument("--out", required=True, help="the JSONL file to write")
     parser.add_argument(
         "--max-hidden", type=int, default=50, help="hidden tests kept per problem (default 50)"
@@ -62,7 +66,25 @@ def _add_prepare(actions: Any) -> None:
     parser.add_argument("--min-difficulty", type=int, help="codecontests: lower difficulties are dropped")
     parser.add_argument("--max-difficulty", type=int, help="codecontests: higher difficulties are dropped")
     parser.add_argument("--max-samples", type=int, help="stop after writing this many problems")
+    parser.add_argument(
+        "--time-scale", type=_positive, default=1.0,
+        help="multiply every problem's time limit (default 1: the dataset's limits as written)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--special-judge", help="taco: TACO's special-judge list (default: output_spj.jsonl in --source)"
+    )
     parser.set_defaults(func=prepare)
+
+
+def _positive(text: str) -> float:
+    """A positive number of the command line."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text}: a factor in (0, 100]")
+    return value
 
 
 def _add_lint(actions: Any) -> None:
@@ -116,20 +138,27 @@ def prepare(args: argparse.Namespace) -> int:
                 max_samples=args.max_samples,
                 max_solutions=args.solutions or 0,
                 checker=args.checker,
+                time_scale=args.time_scale,
             )
-            read, written = prepare_codecontests(args.source, args.out, options)
+            done = prepare_codecontests(args.source, args.out, options)
         else:
             source_options = SourceOptions(
                 max_hidden=args.max_hidden,
                 max_solutions=5 if args.solutions is None else args.solutions,
                 max_samples=args.max_samples,
                 checker=args.checker or "auto",
+                time_scale=args.time_scale,
+                special_judge=args.special_judge,
             )
-            read, written = prepare_source(args.kind, args.source, args.out, source_options)
+            done = prepare_source(args.kind, args.source, args.out, source_options)
     except DatasetError as error:
         print(f"evalfarm datasets prepare: {error}", file=sys.stderr)
         return 2
-    print(f"{written} problems written to {args.out} ({read} rows read)")
+    print(f"{done.written} problems written to {args.out} ({done.read} rows read)")
+    for reason, count in done.skipped.most_common():
+        print(f"  {count} skipped: {reason}")
+    if done.tests_left_out:
+        print(f"  {done.tests_left_out} hidden tests left out: past the farm's size caps of a problem")
     return 0
 
 
