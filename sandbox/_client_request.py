@@ -71,7 +71,7 @@ class Request:
         """The fetched files: a Python run's payload, or a native run's files one by one."""
         if "files" in outputs:
             return _fetched(outputs["files"], self.fetch)
-        if self.native and self.fetch:
+        if "native" in self.header and self.fetch:
             return {
                 path: base64.b64encode(outputs[f"file:{path}"]).decode()
                 for path in self.fetch
@@ -247,7 +247,7 @@ def with_files(
 ) -> Request:
     """A native run's `request` with a Python run's `files` ({name: base64 content}, written in its
     /tmp before it starts) and `fetch` (names whose content comes back): each a memfd named in the
-    run's /tmp (`sandbox._run.Run.native`). A name the run cannot have (a path, the staged program's
+    run's /tmp (`sandbox._server_run.Run.native`). A name the run cannot have (a path, the staged program's
     own `stage`) is a ValueError."""
     names = list(dict.fromkeys([*(files or {}), *(fetch or ())]))
     blobs = dict(request.blobs)

@@ -138,7 +138,7 @@ def spawn(
 ) -> int:
     """Start the launcher (as the first process of the PID namespace the caller unshared), its
     descriptors in place; its pid. `links`: names in the run's /tmp of the first attachments (a
-    program's files, `sandbox._run.Run.native`).
+    program's files, `sandbox._server_run.Run.native`).
 
     Every descriptor is first copied above all the others, then into place, so that no move
     overwrites one still to be moved.

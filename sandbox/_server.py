@@ -3,7 +3,7 @@
 Started once per slot as a clean, single-threaded `python -I -S` with the allowed imports
 preloaded, it walls itself into private mount, network and UTS namespaces (and a user namespace
 when not root), then serves runs: for each request it starts the run's processes, each in a fresh
-PID namespace, supervises them (`sandbox._supervise`) and answers with what it observed (a run's
+PID namespace, supervises them (`sandbox._server_supervise`) and answers with what it observed (a run's
 descriptors and processes are `sandbox._server_run`'s). A run pays neither Python's start-up nor numpy's
 import.
 
@@ -365,7 +365,7 @@ class Server:
     def start(self, role: str, begin: Callable[[], int], native: bool = False) -> Member:
         """Start one process of a run, PID 1 of a new PID namespace: `begin()` forks or spawns it and
         gives its pid. Every process of every run starts here, and is then supervised by
-        `sandbox._supervise` until its end."""
+        `sandbox._server_supervise` until its end."""
         _linux.unshare(_linux.CLONE_NEWPID)
         started = time.monotonic()
         try:

@@ -4,7 +4,7 @@ slot's judge host.
 The fork server (`sandbox._server`) sets the slot up once and hands each request to a `Run`, which
 opens the run's descriptors (the job's memfds in, captured output out), starts its processes through
 the server (`Server.fork`, `Server.spawn_native`: one start path, a new PID namespace each), has
-`sandbox._supervise` watch them to their end, and answers with what was observed. Nothing here
+`sandbox._server_supervise` watch them to their end, and answers with what was observed. Nothing here
 judges: the verdict is the client's (`sandbox.verdict`).
 """
 

@@ -26,7 +26,7 @@ from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.run_result import RunResult
 from evalfarm.sandbox.status import Status
 
-ANSWER_FILE_CAP = 8 << 20  # what a run's fetched files may weigh in all (sandbox._runner.FETCH_MAX_BYTES)
+ANSWER_FILE_CAP = 8 << 20  # what a run's fetched files may weigh in all (sandbox._child.FETCH_MAX_BYTES)
 
 
 def file_limits(limits: Limits) -> Limits:
