@@ -168,7 +168,7 @@ class BatchRun:
             [self.batch.unique[i] for i in sendable], self.settings, processes, self._cost_of
         )
         for chunk in planned:
-            self._score(Chunk(chunk.queue, tuple(sendable[i] for i in chunk.indices), chunk.cost_s))
+            self._schedule_chunk(Chunk(chunk.queue, tuple(sendable[i] for i in chunk.indices), chunk.cost_s))
 
     def due(self, now: float | None = None) -> list[Outgoing]:
         """The tasks to publish now."""
@@ -237,7 +237,7 @@ class BatchRun:
                 log.warning("chunk of %d jobs failed (%s); rescoring them one by one", len(indices), error)
                 self.batch.stats.split_chunks += 1
                 for index in indices:
-                    self._score(Chunk(outgoing.chunk.queue, (index,), 0.0))
+                    self._schedule_chunk(Chunk(outgoing.chunk.queue, (index,), 0.0))
             else:  # the worker already tried it `worker_lost_retries` more times
                 self.batch.fail(indices, error)
             return
@@ -268,7 +268,7 @@ class BatchRun:
             self._schedule(outgoing, at)
             return
         for index in indices:
-            self._score(Chunk(outgoing.chunk.queue, (index,), 0.0), at)
+            self._schedule_chunk(Chunk(outgoing.chunk.queue, (index,), 0.0), at)
 
     # -- tasks the farm lost -------------------------------------------------------------------
 
@@ -357,7 +357,8 @@ class BatchRun:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _score(self, chunk: Chunk, at: float | None = None) -> None:
+    def _schedule_chunk(self, chunk: Chunk, at: float | None = None) -> None:
+        """Put the scoring of `chunk` on the due list (now, or at `at`): it is sent when due."""
         jobs = [self.batch.unique[i] for i in chunk.indices]
         self._schedule(Outgoing(SCORE_CHUNK, [jobs], chunk), at)
 

@@ -18,9 +18,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from evalfarm.gateway.app import Gateway, json_error, read_body, route
 from evalfarm.gateway.batcher import results_as_completed
 from evalfarm.gateway.responses import JSONResponse
+from evalfarm.gateway.routing import Gateway, json_error, read_body, route
 
 NDJSON = "application/x-ndjson"
 

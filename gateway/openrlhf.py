@@ -39,8 +39,8 @@ from starlette.routing import Route
 
 from evalfarm.broker.completions import TemplateError, completion_of, job_from_template
 from evalfarm.broker.result import Result, invalid_result
-from evalfarm.gateway.app import Gateway, RequestError, json_error, read_body, route
 from evalfarm.gateway.responses import JSONResponse
+from evalfarm.gateway.routing import Gateway, RequestError, json_error, read_body, route
 
 log = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ from starlette.routing import Route
 
 from evalfarm.broker.result import Result
 from evalfarm.broker.session_client import MAX_RUN_TIMEOUT_S, SessionResult, SessionSpec
-from evalfarm.gateway.app import Gateway, RequestError, read_json, route
 from evalfarm.gateway.responses import JSONResponse
+from evalfarm.gateway.routing import Gateway, RequestError, read_json, route
 from evalfarm.sandbox.languages import NAMES, canonical
 from evalfarm.sandbox.limits import MAX_LIMITS
 

@@ -37,8 +37,8 @@ from evalfarm.broker.session_client import (
     SessionSpec,
     SessionUnavailable,
 )
-from evalfarm.gateway.app import Gateway, RequestError, json_error, read_body, route
 from evalfarm.gateway.responses import JSONResponse
+from evalfarm.gateway.routing import Gateway, RequestError, json_error, read_body, route
 from evalfarm.sandbox.status import Status
 
 STATUSES = frozenset(status.value for status in Status)
