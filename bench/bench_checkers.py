@@ -46,7 +46,7 @@ from evalfarm.envs.codecontests.judging import ProgramJudge  # noqa: E402
 from evalfarm.envs.codecontests.replay import ReplayCache  # noqa: E402
 from evalfarm.envs.scoring import score_job  # noqa: E402
 from evalfarm.sandbox import Sandbox  # noqa: E402
-from evalfarm.sandbox.status import Status  # noqa: E402
+from evalfarm.status import Status  # noqa: E402
 
 CPP_CHECKER = r"""
 #include "testlib.h"

@@ -14,7 +14,7 @@ _EXPORTS = {
     "ConfigError": "evalfarm.broker.errors",
     "Farm": "evalfarm.broker.farm",
     "FarmError": "evalfarm.broker.errors",
-    "Result": "evalfarm.broker.result",
+    "Result": "evalfarm.result",
     "Settings": "evalfarm.broker.settings",
     "ClientSettings": "evalfarm.broker.settings",
     "WorkerSettings": "evalfarm.broker.settings",

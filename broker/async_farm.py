@@ -19,10 +19,10 @@ from evalfarm.broker.batch import BatchStats
 from evalfarm.broker.connections import MasterWatch, aclose, async_redis_client, close, decoded, redis_client
 from evalfarm.broker.farm import farm_status, language_key, progress_bar, unreachable
 from evalfarm.broker.producer import Producer, redis_options
-from evalfarm.broker.result import Result, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
 from evalfarm.broker.session_client import AsyncSession, SessionSpec
 from evalfarm.broker.settings import ClientSettings
+from evalfarm.result import Result
 
 
 class AsyncFarm:
@@ -82,7 +82,7 @@ class AsyncFarm:
             jobs, priority=priority, deadline_s=deadline_s, progress=progress
         ):
             results[index] = result
-        return [r if r is not None else infra_result(jobs[i], "no result") for i, r in enumerate(results)]
+        return [r if r is not None else Result.infra(jobs[i], "no result") for i, r in enumerate(results)]
 
     async def iter_ordered(self, jobs: Sequence[Any], **options: Any) -> AsyncIterator[Result]:
         """Results in input order, each yielded as soon as it and all before it are in."""

@@ -14,8 +14,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from evalfarm.broker.result import Result, from_worker, infra_result
 from evalfarm.broker.sharding import split_parts
+from evalfarm.result import Result
 
 
 @dataclasses.dataclass
@@ -114,16 +114,16 @@ class Batch:
             raw = results[n] if n < len(results) else None
             job = self.unique[index]
             if not isinstance(raw, dict):
-                self._settle(index, infra_result(job, "worker returned no result for this job"))
+                self._settle(index, Result.infra(job, "worker returned no result for this job"))
             elif isinstance(job, dict) and raw.get("id") != job.get("id"):
-                self._settle(index, infra_result(job, f"worker answered for id {raw.get('id')!r}"))
+                self._settle(index, Result.infra(job, f"worker answered for id {raw.get('id')!r}"))
             else:
-                self._settle(index, from_worker(raw))
+                self._settle(index, Result.received(raw))
 
     def fail(self, indices: Sequence[int], error: str) -> None:
         """Answer `indices` as infra_error (those not yet answered)."""
         for index in indices:
-            self._settle(index, infra_result(self.unique[index], error))
+            self._settle(index, Result.infra(self.unique[index], error))
 
     def _settle(self, index: int, result: Result) -> None:
         if self.done[index]:
@@ -136,18 +136,12 @@ class Batch:
         self.stats.infra_errors += result.is_infra * len(self.positions[index])
         latency = round(time.monotonic() - self._started, 6)
         for n, position in enumerate(self.positions[index]):
-            copy = result if n == 0 else self._copy(result, position)
-            copy["latency_s"] = latency
-            self._ready.append((position, copy))
-
-    def _copy(self, result: Result, position: int) -> Result:
-        """`result` for another job identical to the one that ran: its own id, and `duplicate_of`."""
-        copy = Result(result)
-        job = self.jobs[position]
-        copy["id"] = job.get("id") if isinstance(job, dict) else copy.get("id")
-        copy["duplicate_of"] = result.get("id")
-        self.stats.deduplicated += 1
-        return copy
+            if n == 0:
+                result["latency_s"] = latency
+                self._ready.append((position, result))
+            else:  # another job identical to the one that ran: its own id, and `duplicate_of`
+                self._ready.append((position, result.duplicate(self.jobs[position], latency)))
+                self.stats.deduplicated += 1
 
     def _settle_part(self, index: int, result: Result) -> None:
         """Keep a part's result; once all parts are in, merge them (or fail the job, if one failed)."""
@@ -159,7 +153,7 @@ class Batch:
         failed = [self._part_results[p] for p in parts if self._part_results[p].is_infra]
         if failed:
             self._settle(
-                parent, infra_result(self.unique[parent], f"a part failed: {failed[0].get('error')}")
+                parent, Result.infra(self.unique[parent], f"a part failed: {failed[0].get('error')}")
             )
         else:
             self._merges.append(parent)

@@ -19,12 +19,12 @@ from evalfarm.broker.batch import BatchStats
 from evalfarm.broker.connections import MasterWatch, close, decoded, redis_client
 from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX, SESSION_HOST_PREFIX, SESSION_HOSTS_KEY
 from evalfarm.broker.producer import Producer, redis_options
-from evalfarm.broker.result import Result, from_worker, infra_result
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
 from evalfarm.broker.session_client import Session, SessionSpec
 from evalfarm.broker.settings import ClientSettings
+from evalfarm.result import Result
 
-__all__ = ["NODE_KEY_PREFIX", "Farm", "Result", "from_worker"]
+__all__ = ["NODE_KEY_PREFIX", "Farm", "Result"]
 
 
 class Farm:
@@ -80,7 +80,7 @@ class Farm:
         results: list[Result | None] = [None] * len(jobs)
         for index, result in self.stream(jobs, priority=priority, deadline_s=deadline_s, progress=progress):
             results[index] = result
-        return [r if r is not None else infra_result(jobs[i], "no result") for i, r in enumerate(results)]
+        return [r if r is not None else Result.infra(jobs[i], "no result") for i, r in enumerate(results)]
 
     def iter_ordered(self, jobs: Sequence[Any], **options: Any) -> Iterator[Result]:
         """Results in input order, each yielded as soon as it and all before it are in."""

@@ -29,8 +29,8 @@ from typing import Any
 from evalfarm.broker.batch import Batch
 from evalfarm.broker.chunking import Chunk, plan_chunks
 from evalfarm.broker.connections import MasterWatch
-from evalfarm.broker.result import INFRA_STATUS, Result
 from evalfarm.broker.settings import ClientSettings
+from evalfarm.result import INFRA_STATUS, Result
 
 log = logging.getLogger(__name__)
 

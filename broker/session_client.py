@@ -67,7 +67,7 @@ class SessionSpec(BaseModel):
 
     def sandbox_limits(self) -> Any:
         """The sandbox's Limits of the session's interpreter (`wall_s`: a run's default timeout)."""
-        from evalfarm.sandbox.limits import Limits
+        from evalfarm.limits import Limits
 
         caps = self.limits
         return Limits(

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalfarm.envs.base import Context, Env, EnvError, InvalidJob, make_result
+    from evalfarm.envs.base import Context, Env, EnvError, InvalidJob
     from evalfarm.envs.registry import env_ids, get_env, register
     from evalfarm.envs.scoring import score_job
 
@@ -19,7 +19,6 @@ _HOMES = {
     "Env": "base",
     "EnvError": "base",
     "InvalidJob": "base",
-    "make_result": "base",
     "env_ids": "registry",
     "get_env": "registry",
     "register": "registry",
@@ -33,7 +32,6 @@ __all__ = [
     "InvalidJob",
     "env_ids",
     "get_env",
-    "make_result",
     "register",
     "score_job",
 ]

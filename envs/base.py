@@ -1,12 +1,16 @@
-"""The contract every scorer implements, and the result shape they all return."""
+"""The contract every scorer implements: an env scores a job in a context (a sandbox slot, datasets)."""
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalfarm.sandbox import Limits, Status
+from evalfarm.limits import Limits
+
+if TYPE_CHECKING:
+    from evalfarm.envs.datasets import DatasetStore
+    from evalfarm.sandbox import Sandbox
 
 
 class EnvError(Exception):
@@ -38,13 +42,15 @@ class Context:
     The sandbox starts on its first run, so envs that never run code (weight edits) never pay for it.
     """
 
-    def __init__(self, slot: int = 0, datasets: Any = None, sandbox: Any = None) -> None:
+    def __init__(
+        self, slot: int = 0, datasets: DatasetStore | None = None, sandbox: Sandbox | None = None
+    ) -> None:
         self.slot = slot
         self.datasets = datasets
-        self._sandbox: Any = sandbox  # a Sandbox already launched for this slot, if any
+        self._sandbox = sandbox  # a Sandbox already launched for this slot, if any
 
     @property
-    def sandbox(self) -> Any:
+    def sandbox(self) -> Sandbox:
         """This slot's sandbox; its server starts with the first run (or `start()`)."""
         if self._sandbox is None:
             from evalfarm.envs.runtime import sandbox_config
@@ -62,19 +68,3 @@ class Context:
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
-
-
-def make_result(
-    job_id: Any, env: Any, status: Status, reward: float | None, error: str | None = None, **fields: Any
-) -> dict[str, Any]:
-    """A result object of the contract: id, env, status, code, reward, error, then env fields."""
-    result: dict[str, Any] = {
-        "id": job_id,
-        "env": env,
-        "status": status.value,
-        "code": status.code,
-        "reward": reward,
-        "error": error,
-    }
-    result.update(fields)
-    return result

@@ -19,10 +19,10 @@ from pydantic import Field, JsonValue, field_validator, model_validator
 from evalfarm.envs.base import Context, Env
 from evalfarm.envs.catalog import ENVS
 from evalfarm.envs.validation import JobModel, validate_job
+from evalfarm.limits import Limits
 from evalfarm.sandbox import values
 from evalfarm.sandbox.bridge import REQUEST_DEPTH, parse_reply
-from evalfarm.sandbox.limits import Limits
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 MAX_CODE_CHARS = 256 << 10
 MAX_ARGS_BYTES = 1 << 20  # args and kwargs together, as JSON
@@ -77,7 +77,8 @@ class CallEnv(Env):
         spec = CallSpec(request.func_name, list(request.args), dict(request.kwargs), request.max_value_bytes)
         run = ctx.sandbox.run(request.code, limits=limits, call=spec)
         fields = {"result": None, **run.to_fields()}
-        status, error = run.status, run.error or run.status.value
+        status = run.status
+        error: str | None = run.error or run.status.value
         if status is Status.OK:
             reply = parse_reply(run.reply, json_compatible=True)
             if reply.returned:

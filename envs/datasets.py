@@ -38,7 +38,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 
 from evalfarm.envs.base import EnvError, InvalidJob
 from evalfarm.envs.validation import JobModel, Language, describe
-from evalfarm.sandbox.limits import MAX_LIMITS
+from evalfarm.limits import MAX_LIMITS
 
 log = logging.getLogger(__name__)
 

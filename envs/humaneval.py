@@ -40,11 +40,11 @@ from evalfarm.envs.base import Context, Env
 from evalfarm.envs.catalog import ENVS
 from evalfarm.envs.trajectory import answer_field
 from evalfarm.envs.validation import JobModel, validate_job
+from evalfarm.limits import Limits
 from evalfarm.sandbox import JudgeSpec
-from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.run_result import RunResult
-from evalfarm.sandbox.status import Status
 from evalfarm.sandbox.verdict import judge_failed_after_calls
+from evalfarm.status import Status
 
 MAX_PART_CHARS = 256 << 10  # each of prompt, completion, test
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"

@@ -7,15 +7,16 @@ import logging
 import time
 from typing import Any
 
-from evalfarm.envs.base import Context, InvalidJob, make_result
+from evalfarm.envs.base import Context, InvalidJob
 from evalfarm.envs.catalog import COMMON_FIELDS, known_fields
 from evalfarm.envs.registry import get_env
+from evalfarm.result import Result
 from evalfarm.sandbox import Status
 
 log = logging.getLogger(__name__)
 
 
-def score_job(job: Any, ctx: Context) -> dict[str, Any]:
+def score_job(job: Any, ctx: Context) -> Result:
     """Score one job and return its result; never raises for anything a job can contain."""
     started = time.perf_counter()
     job_id = job.get("id") if isinstance(job, dict) else None
@@ -31,19 +32,15 @@ def score_job(job: Any, ctx: Context) -> dict[str, Any]:
             limits = env.default_limits.merged(job.get("limits"))
         except ValueError as error:
             raise InvalidJob(str(error)) from None
-        result = make_result(job_id, env_id, Status.OK, None)
-        result.update(env.score(job, limits, ctx))
+        result = Result.of_env(job_id, env_id, env.score(job, limits, ctx))
         warnings = _unknown_fields(job, env.fields | known_fields(env_id))
-        if warnings:
-            result["warnings"] = warnings
-        result["code"] = Status(result["status"]).code
-        result["env_version"] = env.version
-        result.setdefault("limits", limits.to_dict())  # an env may apply its problem's own
+        # An env may name the limits it applied itself (a problem's own): scored() keeps those.
+        result.scored(env.version, limits.to_dict(), time.perf_counter() - started, warnings)
     except InvalidJob as error:
-        result = make_result(job_id, env_id, Status.INVALID_JOB, None, str(error))
+        result = Result.of(job_id, env_id, Status.INVALID_JOB, None, str(error))
     except Exception as error:  # the farm's own fault: report it, never lose the job
         log.exception("env %r failed on job %r", env_id, job_id)
-        result = make_result(job_id, env_id, Status.INFRA_ERROR, None, f"{type(error).__name__}: {error}")
+        result = Result.of(job_id, env_id, Status.INFRA_ERROR, None, f"{type(error).__name__}: {error}")
     result["run_s"] = round(time.perf_counter() - started, 6)
     return _writable(result)
 
@@ -56,7 +53,7 @@ def _unknown_fields(job: dict[str, Any], fields: frozenset[str]) -> list[str]:
     return [f"unknown field {name!r} ignored" for name in unknown[:20]]
 
 
-def _writable(result: dict[str, Any]) -> dict[str, Any]:
+def _writable(result: Result) -> Result:
     """`result` if it can be written as JSON; else the program's failure saying why.
 
     A result carries data a program chose (a `call`'s value, a walker): nested past the encoder's
@@ -66,7 +63,7 @@ def _writable(result: dict[str, Any]) -> dict[str, Any]:
         json.dumps(result)
     except (ValueError, TypeError, RecursionError, OverflowError) as error:
         reward = None if result.get("reward") is None else 0.0
-        failed = make_result(
+        failed = Result.of(
             result["id"], result["env"], Status.RUNTIME_ERROR, reward,
             f"the result cannot be written as JSON: {type(error).__name__}: {error}"[:500],
         )  # fmt: skip

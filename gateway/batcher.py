@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from evalfarm.broker.async_farm import AsyncFarm
-from evalfarm.broker.result import Result, infra_result
+from evalfarm.result import Result
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class Batcher:
             for index, w in enumerate(waiting):
                 if not answered[index]:
                     if not w.future.done():
-                        w.future.set_result(infra_result(w.job, failure))
+                        w.future.set_result(Result.infra(w.job, failure))
                     self._answered()
 
     async def close(self) -> None:
@@ -174,7 +174,7 @@ async def results_in_order(
         return []
     done, _ = await asyncio.wait(futures, timeout=max(deadline_s, 0.0))
     return [
-        f.result() if f in done else infra_result(j, "request deadline exceeded")
+        f.result() if f in done else Result.infra(j, "request deadline exceeded")
         for j, f in zip(jobs, futures, strict=True)
     ]
 
@@ -195,4 +195,4 @@ async def results_as_completed(
             yield index_of[future], future.result()
     for future in pending:
         index = index_of[future]
-        yield index, infra_result(jobs[index], "request deadline exceeded")
+        yield index, Result.infra(jobs[index], "request deadline exceeded")

@@ -28,9 +28,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from evalfarm.broker.result import Result
 from evalfarm.gateway.responses import JSONResponse
 from evalfarm.gateway.routing import Gateway, RequestError, read_body, route
+from evalfarm.result import Result
 
 _MAX_TIMEOUT_S = 600.0
 _QUEUE_MARGIN_S = 60.0  # beyond the run's own timeout, for waiting in the farm's queues

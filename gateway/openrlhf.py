@@ -38,9 +38,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from evalfarm.broker.completions import TemplateError, completion_of, job_from_template
-from evalfarm.broker.result import Result, invalid_result
 from evalfarm.gateway.responses import JSONResponse
 from evalfarm.gateway.routing import Gateway, RequestError, json_error, read_body, route
+from evalfarm.result import Result
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ async def _results(gateway: Gateway, made: list[dict[str, Any] | str]) -> list[R
     jobs = [job for job in made if isinstance(job, dict)]
     scored = iter(await gateway.score("/get_reward", jobs, gateway.settings.gateway_openrlhf_deadline_s))
     return [
-        next(scored) if isinstance(job, dict) else invalid_result(f"rm-{index}", None, job)
+        next(scored) if isinstance(job, dict) else Result.invalid(f"rm-{index}", None, job)
         for index, job in enumerate(made)
     ]
 

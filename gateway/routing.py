@@ -19,11 +19,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from evalfarm.broker.async_farm import AsyncFarm
-from evalfarm.broker.result import Result
 from evalfarm.broker.settings import GatewaySettings
 from evalfarm.gateway.batcher import Batcher, results_in_order
 from evalfarm.gateway.metrics import GatewayMetrics
 from evalfarm.gateway.responses import JSONResponse
+from evalfarm.result import Result
 
 log = logging.getLogger(__name__)
 

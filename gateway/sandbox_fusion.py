@@ -37,12 +37,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from evalfarm.broker.result import Result
 from evalfarm.broker.session_client import MAX_RUN_TIMEOUT_S, SessionResult, SessionSpec
 from evalfarm.gateway.responses import JSONResponse
 from evalfarm.gateway.routing import Gateway, RequestError, read_json, route
+from evalfarm.limits import MAX_LIMITS
+from evalfarm.result import Result
 from evalfarm.sandbox.languages import NAMES, canonical
-from evalfarm.sandbox.limits import MAX_LIMITS
 
 # SandboxFusion's `Language` (sandbox/runners/types.py).
 Language = Literal[

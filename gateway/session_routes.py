@@ -39,7 +39,7 @@ from evalfarm.broker.session_client import (
 )
 from evalfarm.gateway.responses import JSONResponse
 from evalfarm.gateway.routing import Gateway, RequestError, json_error, read_body, route
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 STATUSES = frozenset(status.value for status in Status)
 KNOWN_SESSIONS = 65536  # sessions whose host the gateway remembers (others: one more Redis read)

@@ -11,11 +11,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evalfarm.limits import MAX_LIMITS, Limits
     from evalfarm.sandbox._client_request import InteractorSpec, JudgeRun, attachment_path
-    from evalfarm.sandbox.limits import MAX_LIMITS, Limits
     from evalfarm.sandbox.run_result import RunResult
     from evalfarm.sandbox.slot import CallSpec, JudgeSpec, Sandbox, SandboxConfig, SandboxError
-    from evalfarm.sandbox.status import PRECEDENCE, Status, worst
+    from evalfarm.status import PRECEDENCE, Status, worst
 
 _HOMES = {
     "CallSpec": "slot",
@@ -26,12 +26,12 @@ _HOMES = {
     "Sandbox": "slot",
     "SandboxConfig": "slot",
     "SandboxError": "slot",
-    "MAX_LIMITS": "limits",
-    "Limits": "limits",
+    "MAX_LIMITS": "evalfarm.limits",
+    "Limits": "evalfarm.limits",
     "RunResult": "run_result",
-    "PRECEDENCE": "status",
-    "Status": "status",
-    "worst": "status",
+    "PRECEDENCE": "evalfarm.status",
+    "Status": "evalfarm.status",
+    "worst": "evalfarm.status",
 }
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name not in _HOMES:
         raise AttributeError(f"module 'evalfarm.sandbox' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"evalfarm.sandbox.{_HOMES[name]}"), name)
+    home = _HOMES[name]
+    value = getattr(importlib.import_module(home if "." in home else f"evalfarm.sandbox.{home}"), name)
     globals()[name] = value
     return value

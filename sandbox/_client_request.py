@@ -13,11 +13,12 @@ import hashlib
 import json
 from typing import Any
 
-from evalfarm.sandbox import _payload, bridge, languages, values, verdict
+from evalfarm.limits import Limits
+from evalfarm.sandbox import _payload, _protocol, bridge, languages, values, verdict
 from evalfarm.sandbox._child import ATTACHED_FD
-from evalfarm.sandbox.limits import Limits
+from evalfarm.sandbox._protocol import Kind
 from evalfarm.sandbox.run_result import RunResult
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 MAX_REPORT_BYTES = 64 << 10  # a report is a few short JSON lines written by the sandbox's own code
 _FILES_SLACK = 64 << 10  # beyond the fetched files' cap, for the payload's header
@@ -50,7 +51,7 @@ class JudgeSpec:
 class Request:
     """A run's request header, the bytes of each memfd that goes with it, and how to read the reply."""
 
-    header: dict[str, Any]
+    header: _protocol.RequestHeader
     blobs: dict[str, bytes]
     limits: Limits
     judged: bool = False
@@ -203,9 +204,9 @@ def program(
         if judge.crash_exit is not None:
             header["crash_exit"] = judge.crash_exit
     blobs = [code]
-    request: dict[str, Any] = {"kind": "run", "limits": limits.to_dict(), "mode": "program"}
+    request: _protocol.RequestHeader = {"kind": Kind.RUN, "limits": limits.to_dict(), "mode": "program"}
     if call is not None:
-        request.update(mode="call", reply_bytes=call.max_value_bytes + 64)
+        request["mode"], request["reply_bytes"] = "call", call.max_value_bytes + 64
         frame = ["call", call.func_name, list(call.args), dict(call.kwargs)]
         blobs.append(values.encode(frame, max_depth=bridge.REQUEST_DEPTH))
     if files:
@@ -233,7 +234,7 @@ def native(
     headers = headers or {}
     spec = languages.native_request(language, source, limits, headers)
     spec["argv"] = [*spec["argv"], *argv]
-    request = {"kind": "run", "limits": limits.to_dict(), "native": spec}
+    request: _protocol.RequestHeader = {"kind": Kind.RUN, "limits": limits.to_dict(), "native": spec}
     own = ("candidate",) if spec["runtime"] is None else ()
     if spec["compile"] is None:  # the source itself runs (a runtime's script)
         return Request(request, _with_stdin({"source": source}, stdin), limits, own_builds=own)
@@ -259,7 +260,7 @@ def with_files(
             blobs[f"file{index}"] = content
         blob = f"file{index}" if content else None
         spec.append({"name": name, "blob": blob, "fetch": name in (fetch or ())})
-    header = dict(request.header, files=spec)
+    header: _protocol.RequestHeader = {**request.header, "files": spec}
     return dataclasses.replace(request, header=header, blobs=blobs, fetch=tuple(fetch or ()))
 
 
@@ -297,8 +298,8 @@ def interactive(code: bytes, language: str, interactor: InteractorSpec, limits: 
         judge.crash_exit,
     )
     interactor_part["limits"] = interactor.limits.to_dict()
-    request = {
-        "kind": "interactive",
+    request: _protocol.RequestHeader = {
+        "kind": Kind.INTERACTIVE,
         "limits": limits.to_dict(),
         "candidate": candidate_part,
         "interactor": interactor_part,
@@ -344,7 +345,9 @@ def judged(code: bytes, judge: JudgeSpec, limits: Limits) -> Request:
     }
     # The problem's key: consecutive jobs of one problem share a judge (sandbox._judge_host).
     key = hashlib.sha256(blobs["judge_payload"]).hexdigest()
-    request = {"kind": "judged", "limits": limits.to_dict(), "judge": {"key": key}}
+    request: _protocol.RequestHeader = {
+        "kind": Kind.JUDGED, "limits": limits.to_dict(), "judge": {"key": key}
+    }  # fmt: skip
     return Request(request, blobs, limits, judged=True)
 
 

@@ -6,13 +6,41 @@ facts, never a job's bytes) with its descriptors attached (the run's memfds and,
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import socket
-from typing import Any
+from typing import Any, TypedDict
 
 MAX_HEADER_BYTES = 64 << 10  # well under a socket's send buffer: one message
 MAX_FDS = 16
+
+
+class Kind(enum.StrEnum):
+    """What a request asks of its receiver: the header's `kind` (a string on the wire)."""
+
+    RUN = "run"  # one program: Python forked from the server, or a native build (`native`)
+    JUDGED = "judged"  # a candidate serving calls, and the judge that makes them (`judge`)
+    INTERACTIVE = "interactive"  # a program and its interactor, each the other's stdin and stdout
+    SESSION = "session"  # fork a session's interpreter, kept until its manager ends it
+    CELL = "cell"  # to a session's interpreter: run one cell
+
+
+class RequestHeader(TypedDict, total=False):
+    """A request's header, client to fork server: its `kind`, the run's `limits`, and what its kind
+    needs (the facts that come back are the server's reply, a plain dict)."""
+
+    kind: Kind
+    limits: dict[str, Any]  # `Limits.to_dict()`
+    mode: str  # a Python run's: "program", "call", "judge", "compile"
+    reply_bytes: int  # a call's: the largest value it may return
+    native: dict[str, Any]  # a native run's: `languages.native_request`'s spec
+    judge: dict[str, Any]  # a judged run's: the judge's key
+    candidate: dict[str, Any]  # an interactive run's members
+    interactor: dict[str, Any]
+    files: list[dict[str, Any]]  # a native run's files in its /tmp
+    fetch: bool  # a Python run's: files come back (their names are in its payload)
+    fds: list[str]  # the names of the descriptors sent with it (a session's cgroups', say)
 
 
 class ProtocolError(Exception):
@@ -24,7 +52,9 @@ def channel_pair() -> tuple[socket.socket, socket.socket]:
     return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 
 
-def send(sock: socket.socket, header: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
+def send(
+    sock: socket.socket, header: RequestHeader | dict[str, Any], fds: list[int] | tuple[int, ...] = ()
+) -> None:
     """Send one message: `header` and `fds` (the receiver gets copies; ours stay open)."""
     data = json.dumps(header).encode()
     if len(data) > MAX_HEADER_BYTES:

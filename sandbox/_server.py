@@ -26,8 +26,9 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
+from evalfarm.limits import Limits
 from evalfarm.sandbox import (
     _binaries,
     _cgroups,
@@ -45,9 +46,9 @@ from evalfarm.sandbox import (
     bridge,  # noqa: F401 - preloaded: runs that call or judge use it
     languages,
 )
+from evalfarm.sandbox._protocol import Kind, RequestHeader
 from evalfarm.sandbox._server_run import JudgeHost, Run
 from evalfarm.sandbox._server_supervise import Member
-from evalfarm.sandbox.limits import Limits
 
 CONTROL_FD = 200  # the client's socket is moved here, clear of the run's descriptors
 RUN_UID = 1000  # a run's uid inside the user namespace, when the worker is not root
@@ -175,7 +176,7 @@ class Server:
         payload = _payload.memfd(_payload.pack({}, _probe.PROBE.encode()))
         try:
             header, fds = self.handle(
-                {"kind": "run", "limits": limits, "mode": "program"}, {"payload": payload}
+                {"kind": Kind.RUN, "limits": limits, "mode": "program"}, {"payload": payload}
             )
         finally:
             os.close(payload)
@@ -205,7 +206,7 @@ class Server:
                 return
             named = dict(zip(request.pop("fds", []), fds, strict=False))
             try:
-                header, outputs = self.handle(request, named)
+                header, outputs = self.handle(cast(RequestHeader, request), named)
             except Exception as error:
                 header, outputs = {"server_error": f"{type(error).__name__}: {error}"}, []
             finally:
@@ -217,23 +218,24 @@ class Server:
                 for fd in outputs:
                     os.close(fd)
 
-    def handle(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
-        """One request: a run (`kind` "run", a Python program or a compiled one) or a judged run
-        (`kind` "judged": a Python candidate serving calls and a judge calling it), or a session
-        started (`kind` "session")."""
+    def handle(self, request: RequestHeader, fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
+        """One request, by its kind (`_protocol.Kind`): a run (a Python program or a compiled one), a
+        judged run (a Python candidate serving calls and a judge calling it), an interactive run, or
+        a session started."""
         self._reap_sessions()
-        if request["kind"] == "session":
+        kind = Kind(request["kind"])
+        if kind is Kind.SESSION:
             return self._session(request, fds)
-        if request["kind"] == "judged":
+        if kind is Kind.JUDGED:
             return Run(self, request["limits"]).judged(fds, request["judge"])
-        if request["kind"] == "interactive":
+        if kind is Kind.INTERACTIVE:
             return self._interactive(request, fds)
         if request.get("native"):
             return self._native(request, fds)
         run = Run(self, request["limits"])
         return run.program(request["mode"], fds, request.get("reply_bytes", 0), bool(request.get("fetch")))
 
-    def _session(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
+    def _session(self, request: RequestHeader, fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
         """Fork a session's interpreter (`sandbox._session_child`) and hand back, unsupervised, its
         channel and a pidfd: its manager (`sandbox.session_interpreter`) sends it cells and ends it.
         It joins the cgroups whose `cgroup.procs` descriptors came with the request (the session's
@@ -260,7 +262,7 @@ class Server:
             if done:
                 self.sessions.discard(pid)
 
-    def _native(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
+    def _native(self, request: RequestHeader, fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
         """Compile the payload's source unless its binary is held, then run the binary."""
         if not self.config.get("launcher"):
             return self._no_launcher(), []
@@ -279,13 +281,14 @@ class Server:
             header["compile"] = compiled
         return header, outputs
 
-    def _interactive(self, request: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
+    def _interactive(self, request: RequestHeader, fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
         """A program and an interactor talking over two pipes: compile whichever is native (the
         program's failed compile is its own; the interactor's is reported as such), then run both."""
         binaries: dict[str, int] = {}
         compiled: dict[str, Any] = {}
+        members = {"candidate": request["candidate"], "interactor": request["interactor"]}
         for role, payload in (("candidate", "payload"), ("interactor", "interactor_payload")):
-            native = request[role].get("native")
+            native = members[role].get("native")
             if native is None:
                 continue
             if not self.config.get("launcher"):

@@ -17,9 +17,10 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
+from evalfarm.limits import Limits
 from evalfarm.sandbox import _binaries, _child, _payload, _protocol
+from evalfarm.sandbox._protocol import RequestHeader
 from evalfarm.sandbox._server_supervise import Capture, Host, Member, supervise
-from evalfarm.sandbox.limits import Limits
 
 if TYPE_CHECKING:
     from evalfarm.sandbox._server import Server
@@ -225,7 +226,7 @@ class Run:
             hosts.after(host)
 
     def interactive(
-        self, fds: dict[str, int], request: dict[str, Any], binaries: dict[str, int]
+        self, fds: dict[str, int], request: RequestHeader, binaries: dict[str, int]
     ) -> tuple[dict[str, Any], list[int]]:
         """A program and its interactor, each the other's stdin and stdout: the program's output is
         the interactor's input and the reverse. Only the interactor has the test (its attachments);

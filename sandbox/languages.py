@@ -40,7 +40,7 @@ import os
 import re
 import shutil
 
-from evalfarm.sandbox.limits import Limits
+from evalfarm.limits import Limits
 
 SOURCE_DIR = "/tmp"  # the compile run's own tmpfs, and each run's
 # The PATH of every run (sandbox._child.RUN_ENVIRONMENT), where tools are looked up. This module

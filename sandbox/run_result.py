@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,10 +23,10 @@ import socket
 import time
 from typing import Any
 
+from evalfarm.limits import Limits
 from evalfarm.sandbox import _cgroups, _payload, _protocol
-from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.slot import Sandbox, SandboxError
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 INTERRUPT_GRACE_S = 1.0  # how long an interrupted cell has to give up before the session is killed
 START_TIMEOUT_S = 30.0
@@ -158,7 +158,7 @@ class Interpreter:
         ours = [_payload.memfd(code, "evalfarm-cell"), _payload.memfd(stdin, "evalfarm-stdin")]
         theirs = [cell.open_pipe("stdout"), cell.open_pipe("stderr"), cell.open_pipe("report")]
         try:
-            _protocol.send(self.channel, {"kind": "cell"}, ours + theirs)
+            _protocol.send(self.channel, {"kind": _protocol.Kind.CELL}, ours + theirs)
         finally:
             for fd in ours + theirs:
                 os.close(fd)

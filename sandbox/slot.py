@@ -20,12 +20,12 @@ import sys
 import threading
 from typing import Any
 
+from evalfarm.limits import Limits
 from evalfarm.sandbox import _client_request, _native, _payload, _protocol, languages
 from evalfarm.sandbox._child import RUN_ENVIRONMENT
 from evalfarm.sandbox._client_request import CallSpec, InteractorSpec, JudgeRun, JudgeSpec, Request
-from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.run_result import RunResult
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 __all__ = ["CallSpec", "JudgeSpec", "Sandbox", "SandboxConfig", "SandboxError"]
 
@@ -292,7 +292,9 @@ class Sandbox:
         Call it from a thread that outlives the sessions: the server may be started by this call,
         and a fork server (with its sessions) dies with the thread that started it."""
         names = [f"cgroup{index}" for index in range(len(cgroup_procs))]
-        header = {"kind": "session", "limits": limits.to_dict(), "fds": names}
+        header: _protocol.RequestHeader = {
+            "kind": _protocol.Kind.SESSION, "limits": limits.to_dict(), "fds": names
+        }  # fmt: skip
         with self._lock:
             for attempt in (1, 2):
                 server = self._extended

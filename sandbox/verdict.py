@@ -24,7 +24,7 @@ import signal
 from collections.abc import Mapping
 from typing import Any
 
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 SETUP_FAILED_EXIT = 120  # a sandbox process that could not put up its walls exits with this
 KILLED_OUTSIDE = "killed by SIGKILL from outside the sandbox (not by a limit of the run)"

@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from evalfarm.envs import InvalidJob, get_env
+from evalfarm.result import Result
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class ResultCache:
         self.client = client
         self.ttl_s = ttl_s
 
-    def lookup(self, jobs: list[Any]) -> list[dict[str, Any] | None]:
+    def lookup(self, jobs: list[Any]) -> list[Result | None]:
         """A cached result per job (with its own id), or None; all None when Redis cannot answer."""
         keys = [cache_key(job) for job in jobs]
         wanted = [k for k in keys if k is not None]
@@ -53,10 +54,10 @@ class ResultCache:
         except Exception as error:  # a cache is an optimisation: score the jobs instead
             log.warning("result cache unreadable: %s", error)
             return [None] * len(jobs)
-        hits: list[dict[str, Any] | None] = []
+        hits: list[Result | None] = []
         for job, key in zip(jobs, keys, strict=True):
             cached = found.get(key) if key is not None else None
-            hits.append({**json.loads(cached), "id": job["id"], "cached": True} if cached else None)
+            hits.append(Result(json.loads(cached), id=job["id"], cached=True) if cached else None)
         return hits
 
     def store(self, jobs: list[Any], results: list[dict[str, Any]]) -> None:

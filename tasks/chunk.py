@@ -15,8 +15,8 @@ from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
 
 from evalfarm.broker.app import SCORE_CHUNK
-from evalfarm.envs import make_result, score_job
-from evalfarm.sandbox import Status
+from evalfarm.envs import score_job
+from evalfarm.result import Result
 from evalfarm.tasks.cache import ResultCache
 from evalfarm.tasks.merge import register_merge
 from evalfarm.tasks.process import WorkerProcess
@@ -77,9 +77,7 @@ def score_jobs(
         for job, hit in zip(jobs, cached, strict=True):
             started = time.time()
             result = hit if hit is not None else score_job(job, ctx)
-            result["queued_s"] = _queued_s(sent_at, started)
-            result["attempt"] = attempt
-            results.append(result)
+            results.append(result.timed(_queued_s(sent_at, started), attempt))
             if result["id"] is None:
                 log.warning("answered a job without an id as %s: %s", result["status"], result["error"])
     except SoftTimeLimitExceeded:
@@ -98,9 +96,6 @@ def _queued_s(sent_at: Any, started: float) -> float | None:
     return None
 
 
-def _infra(job: Any, error: str) -> dict[str, Any]:
-    job_id = job.get("id") if isinstance(job, dict) else None
-    env = job.get("env") if isinstance(job, dict) else None
-    result = make_result(job_id, env, Status.INFRA_ERROR, None, error)
-    result.update(queued_s=None, run_s=None)
-    return result
+def _infra(job: Any, error: str) -> Result:
+    """A job the chunk could not reach: the farm's failure, sent again by the producer."""
+    return Result.infra(job, error)

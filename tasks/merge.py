@@ -10,9 +10,9 @@ from typing import Any
 from celery import Celery, Task
 
 from evalfarm.broker.app import MERGE_PARTS
-from evalfarm.envs import make_result
 from evalfarm.envs.catalog import entry
-from evalfarm.sandbox import Status
+from evalfarm.result import Result
+from evalfarm.status import Status
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +40,9 @@ def merge(job: Any, results: Any) -> dict[str, Any]:
         if known is None or known.merge is None or not isinstance(results, list) or not results:
             raise ValueError(f"no parts to merge for env {env!r}")
         module, function = known.merge.split(":")
-        merged = dict(getattr(importlib.import_module(module), function)(job, results))
+        merged = Result(getattr(importlib.import_module(module), function)(job, results))
     except Exception as error:  # a merge failure is the farm's: the job stays retryable
         log.exception("could not merge the parts of job %r", job_id)
-        merged = make_result(job_id, env, Status.INFRA_ERROR, None, f"merge failed: {error}")
-    merged["id"] = job_id
-    merged["parts"] = len(results) if isinstance(results, list) else 0
-    merged["merge_s"] = round(time.perf_counter() - started, 6)
-    return merged
+        merged = Result.of(job_id, env, Status.INFRA_ERROR, None, f"merge failed: {error}")
+    parts = len(results) if isinstance(results, list) else 0
+    return merged.merged(job_id, parts, time.perf_counter() - started)

@@ -10,9 +10,14 @@ task (`tasks.chunk.register`) and the hooks that need it.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from evalfarm.broker.settings import WorkerSettings
 from evalfarm.envs import Context, register
+
+if TYPE_CHECKING:
+    from evalfarm.envs.datasets import DatasetStore
+    from evalfarm.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +32,7 @@ class WorkerProcess:
             register(env_id, target)
             log.info("registered extra env %r -> %s", env_id, target)
 
-    def open(self, slot: int, sandbox: object = None) -> Context:
+    def open(self, slot: int, sandbox: Sandbox | None = None) -> Context:
         """Give this process its context on sandbox `slot` (or on `sandbox`, launched already by
         the parent), its sandbox started now if the node warms."""
         self.close()
@@ -51,7 +56,7 @@ class WorkerProcess:
             self._context.close()
             self._context = None
 
-    def _datasets(self) -> object:
+    def _datasets(self) -> DatasetStore:
         """The datasets this node serves: a store over `datasets_dir`, loaded on first lookup."""
         from evalfarm.envs.datasets import DatasetStore, resolve_datasets_dir
 

@@ -33,9 +33,9 @@ import requests
 from farm_support import worker_env
 from test_gateway import Farm
 
-from evalfarm.broker.result import Result
 from evalfarm.gateway.sandbox_fusion import answer_of
-from evalfarm.sandbox.status import Status
+from evalfarm.result import Result
+from evalfarm.status import Status
 from evalfarm.workers.embedded import GatewayProcess, RedisServer, free_port
 
 KILL_AFTER_S = 2.0  # the honest runs take milliseconds; the infra sample's run never ends on its own

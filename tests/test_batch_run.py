@@ -6,9 +6,9 @@ import time
 from typing import Any
 
 from evalfarm.broker.batch import Batch
-from evalfarm.broker.result import INFRA_STATUS
 from evalfarm.broker.run import MERGE_PARTS, SCORE_CHUNK, BatchRun, Outgoing
 from evalfarm.broker.settings import Settings
+from evalfarm.result import INFRA_STATUS
 
 
 def settings(**values: Any) -> Settings:

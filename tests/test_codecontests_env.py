@@ -13,9 +13,9 @@ from evalfarm.envs.base import Context
 from evalfarm.envs.codecontests import CodeContestsEnv
 from evalfarm.envs.datasets import DatasetStore, Problem
 from evalfarm.envs.scoring import score_job
-from evalfarm.sandbox.limits import Limits
+from evalfarm.limits import Limits
 from evalfarm.sandbox.run_result import RunResult
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
 PROBLEM = {

@@ -6,7 +6,7 @@ import pytest
 
 from evalfarm.envs.codecontests import extract_code, format_feedback, normalize_output, outputs_match
 from evalfarm.envs.codecontests.feedback import CLIP_CHARS, PublicOutcome, clip
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 
 @pytest.mark.parametrize(

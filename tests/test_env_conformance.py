@@ -13,7 +13,7 @@ import pytest
 from evalfarm.envs.base import Context
 from evalfarm.envs.registry import env_ids
 from evalfarm.envs.scoring import score_job
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 # A valid job per env id: a new env must add one here (the coverage test below says so).
 EXAMPLES: dict[str, dict[str, Any]] = {

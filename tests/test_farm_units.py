@@ -13,8 +13,8 @@ from evalfarm.broker.app import celery_config, transport_options
 from evalfarm.broker.batch import Batch
 from evalfarm.broker.chunking import plan_chunks
 from evalfarm.broker.errors import ConfigError
-from evalfarm.broker.result import Result, infra_result
 from evalfarm.broker.settings import ClientSettings, Settings, WorkerSettings
+from evalfarm.result import Result
 from evalfarm.tasks.process import WorkerProcess
 from evalfarm.workers.node import node_config
 from evalfarm.workers.options import cpu_list
@@ -194,7 +194,7 @@ def test_batch_turns_missing_or_mismatched_answers_into_infra_errors() -> None:
 
 
 def test_infra_results_carry_no_reward_and_the_contract_code() -> None:
-    result = infra_result({"id": "x", "env": "program"}, "boom")
+    result = Result.infra({"id": "x", "env": "program"}, "boom")
     assert isinstance(result, Result) and result.is_infra and result["infra"] is True
     assert result.reward is None and result["code"] == 6 and result.id == "x"
 
@@ -229,11 +229,11 @@ def test_score_jobs_answers_the_rest_as_infra_error_past_the_soft_limit(
 
     calls = []
 
-    def slow(job: object, ctx: object) -> dict[str, object]:
+    def slow(job: object, ctx: object) -> Result:
         calls.append(job)
         if len(calls) == 2:
             raise SoftTimeLimitExceeded()
-        return {"id": "j0", "env": "program", "status": "ok"}
+        return Result(id="j0", env="program", status="ok")
 
     monkeypatch.setattr(evalfarm.tasks.chunk, "score_job", slow)
     results = evalfarm.tasks.chunk.score_jobs(

@@ -20,7 +20,7 @@ from evalfarm.envs.codecontests.judging import points_of
 from evalfarm.envs.scoring import score_job
 from evalfarm.sandbox import Sandbox
 from evalfarm.sandbox._server_supervise import Capture
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 # -- points as testlib writes them ------------------------------------------------------------------
 

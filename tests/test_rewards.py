@@ -22,7 +22,7 @@ from farm_support import ROOT, client_settings, sleepy_jobs
 
 from evalfarm.broker.errors import ConfigError
 from evalfarm.broker.farm import Farm
-from evalfarm.broker.result import Result
+from evalfarm.result import Result
 from evalfarm.trainers.rewards import (
     answer_text,
     make_trl_reward,

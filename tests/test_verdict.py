@@ -7,10 +7,10 @@ import signal
 
 import pytest
 
+from evalfarm.limits import Limits
 from evalfarm.sandbox._client_request import read_report
-from evalfarm.sandbox.limits import Limits
-from evalfarm.sandbox.status import Status
 from evalfarm.sandbox.verdict import Observed, classify, classify_judged, compile_verdict, infra_reason
+from evalfarm.status import Status
 
 LIMITS = Limits(wall_s=10.0, cpu_s=5.0, memory_mb=512).to_dict()
 STARTED = {"started": True}

@@ -29,9 +29,9 @@ from typing import Any
 
 from evalfarm.broker.completions import TemplateError, job_from_template, parse_template
 from evalfarm.broker.errors import ConfigError
-from evalfarm.broker.result import Result
 from evalfarm.broker.settings import ClientSettings
 from evalfarm.envs.catalog import ENVS, answer_field, answering_envs
+from evalfarm.result import Result
 
 __all__ = [
     "DEFAULT_DEADLINE_S",

@@ -30,11 +30,11 @@ from typing import Any
 
 from evalfarm.envs.codecontests.checkers import FLOAT_RULES, Checker, Comparison
 from evalfarm.envs.datasets import IOPair
+from evalfarm.limits import Limits
 from evalfarm.sandbox.bridge import parse_reply
-from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.run_result import RunResult
-from evalfarm.sandbox.status import Status
 from evalfarm.sandbox.values import Unencodable
+from evalfarm.status import Status
 
 # LiveCodeBench's preamble for functional tests (lcb_runner/evaluation/testing_util.py).
 _MODULES = "string re datetime collections heapq bisect copy math random statistics itertools functools"

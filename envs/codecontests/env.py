@@ -58,10 +58,10 @@ from evalfarm.envs.codecontests.replay import Replay, summary
 from evalfarm.envs.datasets import DatasetStore, IOPair, Problem
 from evalfarm.envs.trajectory import answer_field
 from evalfarm.envs.validation import require_language, validate_job
+from evalfarm.limits import Limits
 from evalfarm.sandbox import languages
-from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.run_result import RunResult
-from evalfarm.sandbox.status import Status, worst
+from evalfarm.status import Status, worst
 
 # Runs after which the remaining tests cannot change the verdict (or the verdict cannot be trusted).
 _STOPPERS = frozenset({Status.SYNTAX_ERROR, Status.INFRA_ERROR, Status.JUDGE_ERROR})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from evalfarm.envs.codecontests.extract import LANGUAGE_NAMES
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 # Each of input / expected / got / stderr is clipped to this many characters: a flood of output must
 # not flood the model's context.

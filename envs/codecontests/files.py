@@ -22,9 +22,9 @@ import math
 from typing import Any
 
 from evalfarm.envs.datasets import ProblemFiles
-from evalfarm.sandbox.limits import Limits
+from evalfarm.limits import Limits
 from evalfarm.sandbox.run_result import RunResult
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 ANSWER_FILE_CAP = 8 << 20  # what a run's fetched files may weigh in all (sandbox._child.FETCH_MAX_BYTES)
 

@@ -45,10 +45,10 @@ from evalfarm.envs.codecontests.judging import (
 )
 from evalfarm.envs.codecontests.replay import ACCEPTED, FAILED, REPLAYS, WAITED, Replay, ReplayCache
 from evalfarm.envs.datasets import Solution
+from evalfarm.limits import Limits
 from evalfarm.sandbox import InteractorSpec, JudgeRun, attachment_path
-from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.run_result import RunResult
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 _FAIL_EXIT = 3
 _POINTS_EXIT = 7

@@ -46,10 +46,10 @@ from evalfarm.envs.codecontests.replay import (
     Replay,
     ReplayCache,
 )
+from evalfarm.limits import Limits
 from evalfarm.sandbox import JudgeRun, attachment_path
-from evalfarm.sandbox.limits import Limits
 from evalfarm.sandbox.run_result import RunResult
-from evalfarm.sandbox.status import Status
+from evalfarm.status import Status
 
 TESTLIB = Path(__file__).resolve().parent / "testlib" / "testlib.h"
 CHECKER_WALL_S = 10.0

@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from evalfarm.sandbox.limits import MAX_LIMITS, Limits
+from evalfarm.limits import MAX_LIMITS, Limits
 
 WALL_FACTOR = 2.0  # a test's wall clock: twice its CPU limit ...
 WALL_EXTRA_S = 1.0  # ... and at least this much more

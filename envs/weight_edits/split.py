@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalfarm.envs.base import InvalidJob, make_result
+from evalfarm.envs.base import InvalidJob
 from evalfarm.envs.weight_edits import grading
 from evalfarm.envs.weight_edits.env import parse_job
-from evalfarm.sandbox import Status
-from evalfarm.sandbox.status import worst
+from evalfarm.result import Result
+from evalfarm.status import Status, worst
 
 
 def split_job(job: Mapping[str, Any], parts: int) -> list[dict[str, Any]]:
@@ -76,7 +76,7 @@ def _merge_ok(job: Mapping[str, Any], ordered: Sequence[Mapping[str, Any]], whol
     reward, metadata = grading.summarize(
         first["game"], first["source"], first["episodes"], parsed, scores, lengths
     )
-    merged = make_result(job.get("id"), job.get("env"), Status.OK, reward, None, metadata=metadata)
+    merged = Result.of(job.get("id"), job.get("env"), Status.OK, reward, None, metadata=metadata)
     for key in ("env_version", "limits"):
         if key in ordered[0]:
             merged[key] = ordered[0][key]
