@@ -406,7 +406,8 @@ def test_only_a_fault_of_the_farm_is_an_http_error_on_run_code(status: Status) -
             200,
             "TimeLimitExceeded" if status is Status.TIMEOUT else "Finished",
         )
-    compile_failed = answer_of(result_of(status, compile={"status": "syntax_error", "wall_s": 0.1}))
+    # A compiled language's program that did not compile (SandboxFusion compiles no script).
+    compile_failed = answer_of(result_of(status, compile={"status": "syntax_error", "wall_s": 0.1}), "cpp")
     assert compile_failed[1] == http
     if http == 200 and body["status"] != "SandboxError":  # a program that did not compile
         assert (compile_failed[0]["status"], compile_failed[0]["run_result"]) == ("Failed", None)
