@@ -11,7 +11,7 @@ PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip
 # copy installed here: it cannot follow the editable install's import hook.
 TYPECHECK := build/typecheck
 
-.PHONY: setup demo test check lint bench clean
+.PHONY: setup demo test check lint docs bench clean
 
 # The farm: the client, the worker's and the gateway's extras.
 $(DEMO_STAMP): pyproject.toml
@@ -48,6 +48,10 @@ lint: setup
 	$(PIP) install --quiet --no-deps --no-build-isolation --no-compile --target $(TYPECHECK) .
 	rm -rf build/lib
 	$(BIN)/mypy $(TYPECHECK)/evalfarm
+
+# The documentation site, in build/site; strict: a broken link or a page outside the nav fails.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: setup
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -4,7 +4,7 @@
 `evalfarm.trainers`. Importing this package costs nothing: each name is imported on first use, and
 `Farm` imports Celery only when one is built.
 
-The farm's rooms are its subpackages (the README's "Architecture" maps them):
+The farm's rooms are its subpackages (docs/architecture.md maps them):
 
 - `evalfarm.sandbox`  runs one untrusted program under hard limits and reports what it observed;
 - `evalfarm.envs`     turns a job into sandbox runs and a result (`envs.catalog`: what each env is);

@@ -6,7 +6,7 @@ turns), the output goes back into the context, and the loop goes on until the po
 the "policy" is a script of cells per rollout (a real trainer samples them from the model); some
 turns raise, one loops and is interrupted at its timeout, and the session goes on after each. The
 final answers are then scored as jobs, never from the sessions' own output: a session's output is
-the program's own word (see the README's *Sessions*).
+the program's own word (docs/sessions.md).
 
     .venv/bin/python examples/agent_sessions.py                  # an embedded farm, started here
     .venv/bin/python examples/agent_sessions.py --broker redis://HOST:6379/0 --rollouts 32

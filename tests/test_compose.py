@@ -2,7 +2,7 @@
 
 Runs where a Docker engine answers and Compose v2 is installed (skipped otherwise). Images come from
 the usual variables (`BASE_IMAGE`, `REDIS_IMAGE`, `PROMETHEUS_IMAGE`; a host without a registry builds
-stand-ins, see README.md); Grafana is left out (it adds nothing the test checks). Every port is a free
+stand-ins, see docs/compose.md); Grafana is left out (it adds nothing the test checks). Every port is a free
 one on loopback and the project has a name of its own, so a cluster already running is not touched.
 """
 

@@ -4,7 +4,7 @@ batch scored again on the new master, Prometheus's view, and `docker stack rm` s
 
 Runs where a Docker engine answers and can run a swarm (skipped otherwise); a swarm this test
 starts it also leaves. Images come from the usual variables (`BASE_IMAGE` to build the worker's,
-`REDIS_IMAGE`, `PROMETHEUS_IMAGE`; README.md says what a stand-in needs); Sentinel keeps its
+`REDIS_IMAGE`, `PROMETHEUS_IMAGE`; docs/swarm.md says what a stand-in needs); Sentinel keeps its
 default `down-after-milliseconds` of the stack file (5 s). Every name (stack, secrets, node labels,
 ports) is the test's own, so a farm already running on the swarm is not touched.
 """
@@ -106,7 +106,7 @@ def stack() -> Iterator[dict[str, Any]]:
         wait_for(lambda: healthy(ports["GATEWAY_PORT"]), 600, "the gateway to see a live worker node")
         yield {"name": name, "image": image, "ports": ports}
     finally:
-        # As README.md says to take a farm down: the launchers first, so that each worker's warm
+        # As docs/swarm.md says to take a farm down: the launchers first, so that each worker's warm
         # shutdown hands its work back while Redis is up; they stop their workers before they exit.
         docker("service", "rm", f"{name}_worker-launcher", check=False)
         stopped = gone(name, "-worker-", 300)
