@@ -290,6 +290,16 @@ def calls_of(name: str) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
     return [(args, kwargs) for method, args, kwargs in SpyQoS.calls if method == name]
 
 
+@pytest.fixture(autouse=True)
+def no_worker_state_left_behind() -> Iterator[None]:
+    """A worker started in this process (as several tests here do) marks the process as a worker's,
+    where `AsyncResult.get()` refuses to block; the tests after these run producers in it."""
+    yield
+    from celery import result
+
+    result._set_task_join_will_block(False)
+
+
 @pytest.fixture
 def spy() -> Iterator[type[SpyTransport]]:
     SpyQoS.calls.clear()

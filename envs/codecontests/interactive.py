@@ -107,7 +107,7 @@ class InteractiveJudge:
         """The verdict on one test, and the program's run."""
         run = self._talk(code, language, test_input, answer, limits)
         verdict = interactive_verdict(run)
-        if self.replays is None or _no_compile(run):
+        if self.replays is None or _never_ran(run):
             return verdict, run
         if verdict.status is Status.JUDGE_ERROR:
             return self._replayed(verdict, run, test_input, answer, limits), run
@@ -228,7 +228,7 @@ def _silence_outcome(run: RunResult) -> str | TestVerdict:
     """How the interactor did with no program: failed on its own, or waited (or judged the silence)."""
     if run.status is Status.INFRA_ERROR:
         return TestVerdict(Status.INFRA_ERROR, 0.0, f"the interactor's replay: {run.error}")
-    return FAILED if _failed_on_its_own(run.judge or {}) else WAITED
+    return FAILED if _never_ran(run) or _failed_on_its_own(run.judge or {}) else WAITED
 
 
 def _failed_on_its_own(judge: Mapping[str, Any]) -> bool:
@@ -259,8 +259,10 @@ def _failed_first(run: RunResult) -> TestVerdict | None:
     return TestVerdict(Status.JUDGE_ERROR, 0.0, why, why)
 
 
-def _no_compile(run: RunResult) -> bool:
-    return (run.judge or {}).get("status") == "compile_error"
+def _never_ran(run: RunResult) -> bool:
+    """The interactor did not compile, or its build would not execute: it is shown faulty without
+    any program, and no replay is needed (or could run it)."""
+    return (run.judge or {}).get("status") in ("compile_error", "build_error")
 
 
 def interactive_verdict(run: RunResult) -> TestVerdict:
