@@ -73,6 +73,7 @@ def openelm_says(walker: dict[str, Any]) -> bool | None:
         return None
 
 
+@pytest.mark.slow  # 3,000 walkers through OpenELM's own code: the whole suite's, not the quick tier's
 @settings(max_examples=3000, deadline=None)
 @given(walkers())
 def test_the_workers_rule_is_openelms(walker: dict[str, Any]) -> None:
