@@ -74,8 +74,18 @@ def format_of(data: bytes) -> str:
 def check(data: bytes, caps: Caps = Caps()) -> Unpacked:
     """Read the whole archive as `unpack` would, writing nothing; what it holds, or ArchiveRefused."""
     found = Unpacked()
+    links: set[str] = set()
+    dirs: set[str] = set()
     for member in _members(data, caps):
         found.members += 1
+        parents = ["/".join(member.name.split("/")[:depth]) for depth in range(1, member.name.count("/") + 1)]
+        for parent in parents:
+            if parent in links:
+                raise ArchiveRefused(f"{member.name!r}: under {parent!r}, which is not a directory (a link)")
+        if member.kind == "symlink" and member.name in dirs:
+            raise ArchiveRefused(f"{member.name!r}: a symlink over a directory")
+        dirs.update(parents)
+        (links if member.kind == "symlink" else dirs if member.kind == "dir" else set()).add(member.name)
         if member.source is not None:
             found.bytes += _drain(member, caps.max_bytes - found.bytes, None)
     return found
@@ -174,7 +184,7 @@ def _zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> _Member:
         with archive.open(info) as source:
             target = source.read(4096).decode("utf-8", "replace")
         return _Member(name, "symlink", 0o777, mtime, link=target)
-    if mode and not stat.S_ISREG(mode):
+    if stat.S_IFMT(mode) and not stat.S_ISREG(mode):  # a zip writer may give no type bits at all
         raise ArchiveRefused(
             f"{info.filename!r}: a device or FIFO (only files, directories and links are taken)"
         )
@@ -225,15 +235,12 @@ def _write(parent: int, leaf: str, member: _Member, budget: int) -> int:
             if not stat.S_ISDIR(os.stat(leaf, dir_fd=parent, follow_symlinks=False).st_mode):
                 raise ArchiveRefused(f"{member.name!r}: a directory over a file or link") from None
         return 0
-    _remove_link(parent, leaf, member.name)
+    _remove_link(parent, leaf, member)
     if member.kind == "symlink":
         os.symlink(member.link, leaf, dir_fd=parent)
         return 0
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(leaf, flags, _mode(member.mode, directory=False), dir_fd=parent)
-    except IsADirectoryError:
-        raise ArchiveRefused(f"{member.name!r}: a file over a directory") from None
+    fd = os.open(leaf, flags, _mode(member.mode, directory=False), dir_fd=parent)
     try:
         written = _drain(member, budget, fd)
         os.fchmod(fd, _mode(member.mode, directory=False))
@@ -244,13 +251,17 @@ def _write(parent: int, leaf: str, member: _Member, budget: int) -> int:
     return written
 
 
-def _remove_link(parent: int, leaf: str, name: str) -> None:
-    """A link already at `leaf` is removed, never written through."""
+def _remove_link(parent: int, leaf: str, member: _Member) -> None:
+    """A link already at `leaf` is removed, never written through (and a file, where a link is to
+    take its place); a directory is never replaced."""
     try:
-        if stat.S_ISLNK(os.stat(leaf, dir_fd=parent, follow_symlinks=False).st_mode):
-            os.unlink(leaf, dir_fd=parent)
+        mode = os.stat(leaf, dir_fd=parent, follow_symlinks=False).st_mode
     except FileNotFoundError:
-        pass
+        return
+    if stat.S_ISDIR(mode):
+        raise ArchiveRefused(f"{member.name!r}: a {member.kind} over a directory")
+    if stat.S_ISLNK(mode) or member.kind == "symlink":
+        os.unlink(leaf, dir_fd=parent)
 
 
 def _drain(member: _Member, budget: int, fd: int | None) -> int:

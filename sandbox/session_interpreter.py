@@ -457,11 +457,15 @@ def _parsed(line: bytes) -> dict[str, Any]:
 def _exception(reported: dict[str, Any]) -> dict[str, Any]:
     """What a cell raised, as its report says (its own words: plain strings, nothing else)."""
     lines = reported.get("traceback")
-    return {
+    said = {
         "ename": str(reported.get("ename", "Exception")),
         "evalue": str(reported.get("evalue", "")),
         "traceback": [str(line) for line in lines] if isinstance(lines, list) else [],
     }
+    extra = reported.get("extra")
+    if isinstance(extra, dict):  # a shell's refusal's words (bash -n's output)
+        said["extra"] = {str(k): str(v) for k, v in extra.items()}
+    return said
 
 
 class _Cell:
