@@ -682,13 +682,13 @@ def test_swerex_remote_runtime_drives_a_farm_sandbox(gateway: str) -> None:
             (tmp / "repo" / name).write_bytes(content)
         await runtime.upload(UploadRequest(source_path=str(tmp / "repo"), target_path="/tmp/repo"))
         run = runtime.run_in_session
-        failing = await run(BashAction(command="cd /tmp/repo && python3 -m unittest -q", check="silent"))
+        failing = await run(BashAction(command="cd /tmp/repo && python3 -B -m unittest -q", check="silent"))
         assert failing.exit_code == 1 and "FAILED (failures=1)" in failing.output
         source = (await runtime.read_file(ReadFileRequest(path="/tmp/repo/calc/calc.py"))).content
         await runtime.write_file(
             WriteFileRequest(path="/tmp/repo/calc/calc.py", content=source.replace("-", "+"))
         )
-        passing = await run(BashAction(command="python3 -m unittest -q 2>&1 | tail -1"))
+        passing = await run(BashAction(command="python3 -B -m unittest -q 2>&1 | tail -1"))
         assert passing.output == "OK\n" and passing.exit_code == 0
         with pytest.raises(NonZeroExitCodeError):
             await run(BashAction(command="false"))

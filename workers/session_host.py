@@ -249,6 +249,7 @@ class SessionHost:
                 self.redis.delete(keys.session_key(session.id))
             else:
                 self.redis.set(keys.session_key(session.id), json.dumps({"ended": reason}), ex=ENDED_RECORD_S)
+            self._advertise()  # its place is free now, not at the next beat
         except Exception as error:  # the record expires on its own
             log.debug("could not record the end of session %s: %s", session.id, error)
 
