@@ -255,7 +255,8 @@ def jupyter_response(status: str, message: str = "", cells: list[Any] | None = N
 
 def cell_of(result: SessionResult) -> dict[str, Any]:
     """A `CellRunResult` of a run: a notebook's streams, its display (the figures it showed, as
-    `image/png`, then the last expression's value as `text/plain`) and its error (ename, evalue, traceback; the traceback not also in stderr)."""
+    `image/png`, then the last expression's value as `text/plain`) and its error (ename, evalue,
+    traceback; the traceback not also in stderr)."""
     stderr = result.stderr
     error = []
     if result.exception is not None:
