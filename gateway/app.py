@@ -54,9 +54,7 @@ class Guard:
         metrics.in_flight.labels(label).inc()
         try:
             if self.token and path not in OPEN_PATHS and not self._authorized(scope, given):
-                await JSONResponse({"error": "unauthorized: a valid bearer token is required"}, 401)(
-                    scope, receive, sending
-                )
+                await _unauthorized(path)(scope, receive, sending)
                 return
             await self.app({**scope, "path": path}, receive, sending)
         finally:
@@ -77,6 +75,13 @@ class Guard:
             if pair.startswith("token="):
                 candidates.append(pair[6:])
         return any(hmac.compare_digest(c.encode(), self.token.encode()) for c in candidates)
+
+
+def _unauthorized(path: str) -> JSONResponse:
+    """401, or under a sandbox's URL what SWE-ReX's server answers a request without its key (403)."""
+    if path.startswith("/v1/sandboxes/"):
+        return JSONResponse({"detail": "Not authenticated"}, 403)
+    return JSONResponse({"error": "unauthorized: a valid bearer token is required"}, 401)
 
 
 def _template(path: str, paths: frozenset[str]) -> str:

@@ -38,7 +38,10 @@ SHELL_ENVIRONMENT = {
     "PS1": "", "PS2": "", "PS0": "", "PROMPT_COMMAND": "", "TERM": "dumb", "PAGER": "cat",
     "GIT_PAGER": "cat", "HISTFILE": "",
 }  # fmt: skip
-_SETUP = "set +H +o history +m; unset HISTFILE; cd {home}\n"
+# `python` is python3 where the system has no `python` (an agent's commands often say it).
+_SETUP = (
+    "set +H +o history +m; unset HISTFILE; command -v python >/dev/null || alias python=python3; cd {home}\n"
+)
 
 
 def quote(data: bytes) -> str:

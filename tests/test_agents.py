@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import tarfile
 import time
@@ -732,7 +733,9 @@ def test_swerex_idempotency_key_answers_a_retry_without_running_it_again(gateway
         f"{url}/run_in_session", json=body, headers={**headers, "X-Request-ID": "2"}, timeout=30
     )
     assert other.json()["output"] == "2\n"
-    assert requests.get(f"{url}/is_alive", timeout=30).status_code == 401  # the token is required
+    assert (
+        requests.get(f"{url}/is_alive", timeout=30).status_code == 403
+    )  # the key is required, as SWE-ReX says
     requests.post(f"{url}/close", headers={"X-API-Key": TOKEN}, timeout=30)
 
 
@@ -747,3 +750,32 @@ def test_run_jupyter_shows_a_plot_as_image_png(gateway: str) -> None:
     answer = http("POST", f"{gateway}/run_jupyter", json={"cells": cells}).json()
     assert answer["status"] == "Success", answer
     assert "image/png" in answer["cells"][1]["display"][0]
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("user", ["root", "unprivileged"])
+def test_bash_sessions_and_workspaces_work_as_root_and_as_an_unprivileged_user(user: str) -> None:
+    """As an unprivileged user the slot is a user namespace, sessions have no cgroups and a
+    workspace is copied into each session (no mount can be cloned without privilege): the shell's
+    state, the interrupt and each session's own copy hold the same."""
+    if not ROOT:
+        pytest.skip("creating the unprivileged user needs root")
+    import subprocess
+    import sys
+
+    import unprivileged
+
+    probe = [sys.executable, str(Path(__file__).parent / "agents_probe.py"), "93"]
+    command = unprivileged.command(probe) if user == "unprivileged" else probe
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r.get("status"), r["stdout"], r.get("session_alive")) for r in results] == [
+        ("ok", "/workspace/sub\n", True),
+        ("ok", "shared\n1\n", True),
+        ("timeout", "", True),
+        ("ok", f"1 /workspace/sub\n{results[3]['stdout'].split()[-1]}\n", True),
+        ("ok", "shared\n", True),
+        (None, "shared\n", None),
+    ]
+    assert results[3]["stdout"].split()[-1] != "0"  # never root inside

@@ -75,7 +75,7 @@ class Workspaces:
                 archive.unpack(bytes(data), directory, self.caps)
             finally:
                 os.close(directory)
-            _own(staging, uid)
+            own_tree(staging, uid)
             os.rename(staging, path)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -89,7 +89,7 @@ class Workspaces:
             shutil.rmtree(self.used.pop(identity), ignore_errors=True)
 
 
-def _own(path: str, uid: int | None) -> None:
+def own_tree(path: str, uid: int | None) -> None:
     """Make the tree the sessions' (their uid; as root only) and readable by them."""
     os.chmod(path, 0o755)
     if uid is None or os.geteuid() != 0:
