@@ -215,9 +215,8 @@ def main() -> None:
         own = anchor(args.swerex, args.runs) if args.swerex else None
         if own is not None:
             print(f"  swerex-remote here, no sandbox (the anchor):        {percentiles(own)}")
-            print(
-                f"  ratio of p50s (farm / anchor): {statistics.median(farm_times) / statistics.median(own):.2f}"
-            )
+            ratio = statistics.median(farm_times) / statistics.median(own)
+            print(f"  ratio of p50s (farm / anchor): {ratio:.2f}")
         else:
             print("  swerex-remote anchor: skipped (no --swerex)")
         print(f"2. sessions one node holds at once (EVALFARM_SESSIONS={args.sessions})")
