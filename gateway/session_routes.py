@@ -56,6 +56,7 @@ from evalfarm.gateway.routing import Gateway, RequestError, json_error, read_bod
 from evalfarm.status import Status
 
 STATUSES = frozenset(status.value for status in Status)
+FILE_OPS = frozenset({"read", "write", "upload"})
 KNOWN_SESSIONS = 65536  # sessions whose host the gateway remembers (others: one more Redis read)
 
 
@@ -127,11 +128,12 @@ class Sessions:
         self.known.pop(session.id, None)
         await session.close()
 
-    async def ask(self, session: AsyncSession, call: Any) -> Any:
-        """`await call` (a request of `session`'s other than a run), its session errors as the
-        HTTP statuses they are: 404 ended, 503 lost or failed, 400 malformed, 404 or 400 refused."""
+    async def ask(self, session: AsyncSession, call: Any, op: str = "run") -> Any:
+        """`await call` (a request of `session`'s: a run or a program, `op` "run", else a file's
+        `op`), its session errors as the HTTP statuses they are: 404 ended, 503 lost or failed, 400
+        malformed, 404 or 400 refused; counted in the gateway's metrics."""
         try:
-            return await call
+            answer = await call
         except SessionNotFound as error:
             self.known.pop(session.id, None)
             raise RequestError(404, str(error)) from None
@@ -140,12 +142,19 @@ class Sessions:
             self.gateway.metrics.sessions_lost.inc()
             raise RequestError(503, str(error)) from None
         except FileRefused as error:
+            self.gateway.metrics.session_files.labels(op, "refused").inc()
             status = 404 if error.ename == "FileNotFoundError" else 400
             raise FileError(status, str(error), error.ename) from None
         except SessionError as error:
             raise RequestError(503, str(error)) from None
         except ValueError as error:
             raise RequestError(400, str(error)) from None
+        if isinstance(answer, SessionResult):
+            label = answer.status if answer.status in STATUSES else "other"
+            self.gateway.metrics.session_runs.labels(label).inc()
+        elif op in FILE_OPS:
+            self.gateway.metrics.session_files.labels(op, "ok").inc()
+        return answer
 
     def _remember(self, session: AsyncSession) -> None:
         self.known[session.id] = session
@@ -183,7 +192,7 @@ class FileError(RequestError):
 
 async def read_file(request: Request, gateway: Gateway) -> Response:
     session = await gateway.sessions.find(request.path_params["session_id"])
-    content = await gateway.sessions.ask(session, session.read_file(_path(request)))
+    content = await gateway.sessions.ask(session, session.read_file(_path(request)), "read")
     return Response(content, media_type="application/octet-stream")
 
 
@@ -192,9 +201,9 @@ async def write_file(request: Request, gateway: Gateway) -> Response:
     content = await read_bytes(request, FILE_MAX_BYTES)
     session = await gateway.sessions.find(request.path_params["session_id"])
     if request.query_params.get("archive", "").lower() in ("1", "true", "tar", "zip"):
-        report = await gateway.sessions.ask(session, session.upload(path, content))
+        report = await gateway.sessions.ask(session, session.upload(path, content), "upload")
         return JSONResponse({"members": report.get("members"), "bytes": report.get("bytes")})
-    await gateway.sessions.ask(session, session.write_file(path, content))
+    await gateway.sessions.ask(session, session.write_file(path, content), "write")
     return JSONResponse({"bytes": len(content)})
 
 
@@ -206,7 +215,9 @@ async def upload_workspace(request: Request, gateway: Gateway) -> Response:
     try:
         held = await asyncio.to_thread(checked_workspace, data)
     except ValueError as error:
+        gateway.metrics.session_files.labels("workspace", "refused").inc()
         raise RequestError(400, f"the workspace was refused: {error}") from None
+    gateway.metrics.session_files.labels("workspace", "ok").inc()
     identity = await upload_workspace_async(gateway.farm.redis, data)
     return JSONResponse(
         {"workspace_id": identity, "members": held.members, "bytes": held.bytes}, status_code=201

@@ -179,14 +179,18 @@ class Sandboxes:
 
     async def create_session(self, request: Request, session: AsyncSession) -> Response:
         body = await self._body(request, CreateSession)
-        self._shell_report(await self.gateway.sessions.ask(session, session.shell("open", body.session)))
+        self._shell_report(
+            await self.gateway.sessions.ask(session, session.shell("open", body.session), "shell")
+        )
         for path in body.startup_source:
             await self._run(session, f"source {path}", body.session, body.startup_timeout or None)
         return JSONResponse({"output": "", "session_type": "bash"})
 
     async def close_session(self, request: Request, session: AsyncSession) -> Response:
         body = await self._body(request, CloseSession)
-        self._shell_report(await self.gateway.sessions.ask(session, session.shell("close", body.session)))
+        self._shell_report(
+            await self.gateway.sessions.ask(session, session.shell("close", body.session), "shell")
+        )
         return JSONResponse({"session_type": "bash"})
 
     async def run_in_session(self, request: Request, session: AsyncSession) -> Response:
@@ -239,7 +243,7 @@ class Sandboxes:
 
     async def read_file(self, request: Request, session: AsyncSession) -> Response:
         body = await self._body(request, ReadFile)
-        content = await self.gateway.sessions.ask(session, session.read_file(body.path))
+        content = await self.gateway.sessions.ask(session, session.read_file(body.path), "read")
         try:
             text = content.decode(body.encoding or "utf-8", body.errors or "strict")
         except (UnicodeDecodeError, LookupError) as error:
@@ -248,7 +252,9 @@ class Sandboxes:
 
     async def write_file(self, request: Request, session: AsyncSession) -> Response:
         body = await self._body(request, WriteFile)
-        await self.gateway.sessions.ask(session, session.write_file(body.path, body.content.encode()))
+        await self.gateway.sessions.ask(
+            session, session.write_file(body.path, body.content.encode()), "write"
+        )
         return JSONResponse({})
 
     async def upload(self, request: Request, session: AsyncSession) -> Response:
@@ -264,7 +270,7 @@ class Sandboxes:
         if len(data) > FILE_MAX_BYTES:
             raise RequestError(413, f"an upload carries at most {FILE_MAX_BYTES} bytes")
         call = session.upload(target, data) if unzip else session.write_file(target, data)
-        await self.gateway.sessions.ask(session, call)
+        await self.gateway.sessions.ask(session, call, "upload" if unzip else "write")
         return JSONResponse({})
 
     async def close(self, request: Request, session: AsyncSession) -> Response:

@@ -624,6 +624,13 @@ def test_shell_sessions_files_and_workspaces_over_http(gateway: str) -> None:
     finally:
         http("DELETE", base)
     assert http("GET", f"{base}/files?path=calc/new.py").status_code == 404
+    metrics = requests.get(f"{gateway}/metrics", timeout=30).text
+    for line in (
+        'evalfarm_gateway_session_files_total{op="read",outcome="refused"} 2.0',
+        'evalfarm_gateway_session_files_total{op="workspace",outcome="refused"} 1.0',
+        'evalfarm_gateway_session_runs_total{status="runtime_error"}',
+    ):
+        assert line in metrics, line
 
 
 @pytest.mark.integration
