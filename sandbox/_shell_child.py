@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -44,6 +45,19 @@ _SETUP = (
 )
 
 
+# A command of plain words only (no quotes, operators, brackets, escapes or reserved words) is a simple
+# command, which always parses: `bash -n`, a process of its own, is spared for it.
+_PLAIN = re.compile(rb"[A-Za-z0-9_./=:,+@%^~*?#$ \t-]*")
+_RESERVED = frozenset(
+    b"! case coproc do done elif else esac fi for function if in select then time until while".split()
+)
+
+
+def parses_plainly(command: bytes) -> bool:
+    """Whether `command` is plain words, which bash always parses (see _PLAIN)."""
+    return _PLAIN.fullmatch(command) is not None and not _RESERVED.intersection(command.split())
+
+
 def quote(data: bytes) -> str:
     """`data` as one bash word, `$'...'`, every byte but printable ASCII escaped (NUL dropped)."""
     out = ["$'"]
@@ -61,8 +75,14 @@ def quote(data: bytes) -> str:
 
 
 def spawn(argv: list[str], environment: dict[str, str], fds: dict[int, int], cwd: str | None = None) -> int:
-    """Fork and exec `argv` with `fds` at their numbers, in a session of its own (its own process
-    group); its pid. OSError (as exec said it) when it could not start."""
+    """Start `argv` with `fds` at their numbers, in a session of its own (its own process group);
+    its pid. OSError (as exec said it) when it could not start. Without `cwd`, through posix_spawn
+    (a vfork: this process, a fork of an interpreter with numpy loaded, is not copied)."""
+    if cwd is None:
+        actions = [(os.POSIX_SPAWN_DUP2, source, target) for target, source in fds.items()]
+        return os.posix_spawn(
+            argv[0], argv, environment, file_actions=actions, setsid=True, setsigdef=(signal.SIGINT,)
+        )
     ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:  # the child: nothing here may return
@@ -244,6 +264,8 @@ class Driver:
             except (_protocol.ProtocolError, OSError):
                 os._exit(0)
             self.interrupted = False
+            for fd in fds:  # what the request carries reaches a program only where it is put
+                os.set_inheritable(fd, False)
             try:
                 self._handle(header, fds)
             finally:
@@ -326,7 +348,7 @@ class Driver:
             _report(report_fd, _refused("SessionDoesNotExistError", f"session {name!r} does not exist"))
             return
         command, stdin = _payload.read_fd(code_fd), _payload.read_fd(stdin_fd)
-        if header.get("check_syntax"):
+        if header.get("check_syntax") and not parses_plainly(command):
             failed = self._syntax(command)
             if failed is not None:
                 _report(report_fd, failed)

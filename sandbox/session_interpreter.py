@@ -321,7 +321,9 @@ class Interpreter:
                 status, error, value, exception = _said(report)
             except Exception:  # a report the cell's process wrote is its own, however it is made
                 status, error = Status.RUNTIME_ERROR, MALFORMED
-        if status is Status.OK and self.cgroups is not None and self.cgroups.oom_killed():
+        # A shell command the kernel killed for memory is its exit code 137 to the shell.
+        outcomes = (Status.OK, Status.RUNTIME_ERROR) if self.kind == "bash" else (Status.OK,)
+        if status in outcomes and self.cgroups is not None and self.cgroups.oom_killed():
             status, error = Status.MEMORY_LIMIT, "a process of the session was killed for memory"
         result = cell.result(status, value, error, alive=True, run_s=time.monotonic() - started)
         return dataclasses.replace(result, exception=exception, exit_code=_exit_code(report))

@@ -225,6 +225,33 @@ def test_a_command_reports_its_exit_code_and_its_streams(shell: Interpreter) -> 
     assert "syntax error" in syntax.exception["extra"]["bash_stderr"]
 
 
+@pytest.mark.parametrize(
+    ("command", "plain"),
+    [
+        (b"echo hi", True),
+        (b"python3 -m pytest tests/test_x.py -q", True),
+        (b"ls $HOME/*.py", True),
+        (b"echo 'a'", False),
+        (b"ls | wc", False),
+        (b"a && b", False),
+        (b"echo (", False),
+        (b"if x", False),
+        (b"done", False),
+        (b"echo a\necho b", False),
+        (b"echo \\", False),
+    ],
+)
+def test_only_commands_of_plain_words_skip_the_syntax_check(command: bytes, plain: bool) -> None:
+    """A command of plain words always parses, so `bash -n` is spared for it; anything else is checked."""
+    import subprocess
+
+    from evalfarm.sandbox._shell_child import parses_plainly
+
+    assert parses_plainly(command) is plain
+    if plain:
+        assert subprocess.run(["bash", "-n"], input=command, capture_output=True).returncode == 0
+
+
 @pytest.mark.sandbox
 def test_output_past_the_cap_is_cut_and_says_so(shell: Interpreter) -> None:
     result = sh(shell, "head -c 200000 /dev/zero | tr '\\0' x; echo; echo done >&2")
@@ -331,6 +358,15 @@ def test_a_session_filling_its_disk_is_told_so_and_lives_on(shell: Interpreter) 
     assert sh(shell, "rm /tmp/big*").exit_code == 0  # room again
     refused, _ = shell.request({"kind": "file", "op": "write", "path": "huge"}, b"x" * (20 << 20))
     assert refused["error"]["ename"] == "OSError" and "disk is full" in refused["error"]["evalue"]
+    assert sh(shell, "echo ok").stdout == "ok\n"
+
+
+@pytest.mark.sandbox
+def test_a_command_killed_for_memory_is_memory_limit_and_the_shell_lives_on(shell: Interpreter) -> None:
+    if not ROOT:
+        pytest.skip("the session's memory cgroup needs root")
+    result = sh(shell, "head -c 2000000000 /dev/zero | tail > /dev/null")
+    assert (result.status, result.alive) == (Status.MEMORY_LIMIT, True), result
     assert sh(shell, "echo ok").stdout == "ok\n"
 
 
