@@ -90,18 +90,52 @@ def anchor(python: str, runs: int) -> list[float] | None:
         server.wait(10)
 
 
+def gateway_floor(http: str, runs: int) -> str:
+    """What the gateway costs without a shell: GET /v1/health, and `1` in a Python session."""
+    session = requests.post(f"{http}/v1/sessions", json={}, headers=HEADERS, timeout=60).json()["session_id"]
+    health, python = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        requests.get(f"{http}/v1/health", timeout=60)
+        health.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        requests.post(f"{http}/v1/sessions/{session}/run", json={"code": "1"}, headers=HEADERS, timeout=60)
+        python.append(time.perf_counter() - started)
+    requests.delete(f"{http}/v1/sessions/{session}", headers=HEADERS, timeout=60)
+    return f"health p50 {statistics.median(health) * 1000:.2f} ms; a Python session's run p50 " + (
+        f"{statistics.median(python) * 1000:.2f} ms"
+    )
+
+
 def sandbox(http: str) -> str:
     answer = requests.post(f"{http}/v1/sandboxes", headers=HEADERS, timeout=60)
     answer.raise_for_status()
     return str(answer.json()["url"])
 
 
-def available_mb() -> float:
-    with open("/proc/meminfo") as handle:
-        for line in handle:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+def session_memory_mb() -> tuple[float, float, int]:
+    """What the sessions of this machine hold now: the memory their cgroups are charged (their
+    pages, their /tmp), the proportional set size of their processes (shared pages split among
+    their sharers), both in MB, and their number."""
+    import glob
+
+    charged, pss, sessions = 0, 0, 0
+    found = glob.glob("/sys/fs/cgroup/memory/**/evalfarm-sessions-*/s-*", recursive=True)
+    for folder in found + glob.glob("/sys/fs/cgroup/unified/**/evalfarm-sessions-*/s-*", recursive=True):
+        name = "memory.usage_in_bytes" if "/memory/" in folder else "memory.current"
+        try:
+            charged += int(Path(folder, name).read_text())
+            pids = Path(folder, "cgroup.procs").read_text().split()
+        except OSError:
+            continue
+        sessions += 1
+        for pid in pids:
+            try:
+                rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+            except OSError:
+                continue
+            pss += sum(int(line.split()[1]) << 10 for line in rollup.splitlines() if line.startswith("Pss:"))
+    return charged / (1 << 20), pss / (1 << 20), sessions
 
 
 def open_sessions(http: str, count: int, body: dict[str, Any]) -> tuple[list[str], float]:
@@ -137,14 +171,15 @@ def run(http: str, session: str, code: str) -> dict[str, Any]:
 
 
 def held_at_once(http: str, kind: str, count: int) -> None:
-    before = available_mb()
     sessions, took = open_sessions(http, count, {"kind": kind, "ttl_s": 600})
     code = "echo ok" if kind == "bash" else "'ok'"
-    answered = sum(1 for s in sessions[:: max(1, len(sessions) // 16)] if "ok" in str(run(http, s, code)))
+    answered = sum(1 for s in sessions if "ok" in str(run(http, s, code)))
     time.sleep(2)
-    cost = (before - available_mb()) / max(1, len(sessions))
-    print(f"  {kind:<6} {len(sessions)} of {count} open at once (opened in {took:.1f} s, {answered} sampled"
-          f" answered); idle: {cost:.1f} MB each by the machine's available memory")  # fmt: skip
+    charged, pss, counted = session_memory_mb()
+    each = max(1, counted)
+    print(f"  {kind:<6} {len(sessions)} of {count} open at once ({took:.1f} s to open, {answered} answered);"
+          f" idle, each: {charged / each:.2f} MB charged to its cgroups, {pss / each:.2f} MB PSS"
+          f" ({counted} sessions' cgroups read)")  # fmt: skip
     close_sessions(http, sessions)
 
 
@@ -160,11 +195,12 @@ def workspace_archive(size_mb: int, salt: int) -> bytes:
     return buffer.getvalue()
 
 
-def group_on_workspaces(http: str, archives: list[bytes]) -> tuple[float, float]:
+def group_on_workspaces(http: str, archives: list[bytes]) -> tuple[float, str]:
     """Upload the archives, open one session on each (16 in all, cycling), and run one command in
-    each: the time from the first upload to the last answer, and the MB the workspaces and the
-    sessions took (the node's unpacked trees, measured by its free disk and memory)."""
-    before = available_mb() + _free_disk_mb()
+    each: the time from the first upload to the last answer, and what they took: the node's
+    unpacked trees on disk, the sessions' own memory (their cgroups: their copies' pages) and
+    Redis's (the archives kept)."""
+    redis_before = _redis_mb()
     started = time.perf_counter()
     ids = []
     for data in archives:
@@ -185,17 +221,32 @@ def group_on_workspaces(http: str, archives: list[bytes]) -> tuple[float, float]
     with ThreadPoolExecutor(16) as pool:
         sessions = list(pool.map(one, bodies))
     took = time.perf_counter() - started
-    time.sleep(1)
-    taken = before - available_mb() - _free_disk_mb()
+    charged, _, _ = session_memory_mb()
+    taken = f"{_trees_mb():.0f} MB of trees on disk, {charged:.0f} MB in the sessions, "
+    taken += f"{_redis_mb() - redis_before:.0f} MB more in Redis"
     close_sessions(http, sessions)
     return took, taken
 
 
-def _free_disk_mb() -> float:
-    import shutil
+REDIS_URL: list[str] = []
+
+
+def _redis_mb() -> float:
+    import redis
+
+    return int(redis.Redis.from_url(REDIS_URL[0]).info("memory")["used_memory"]) / (1 << 20)
+
+
+def _trees_mb() -> float:
+    """The node's unpacked workspaces (workers.workspaces keeps them under the temporary folder)."""
+    import glob
     import tempfile
 
-    return shutil.disk_usage(tempfile.gettempdir()).free / (1 << 20)
+    total = 0
+    for root in glob.glob(f"{tempfile.gettempdir()}/evalfarm-workspaces-*"):
+        for folder, _, files in os.walk(root):
+            total += sum(os.lstat(os.path.join(folder, name)).st_size for name in files)
+    return total / (1 << 20)
 
 
 def main() -> None:
@@ -219,17 +270,19 @@ def main() -> None:
             print(f"  ratio of p50s (farm / anchor): {ratio:.2f}")
         else:
             print("  swerex-remote anchor: skipped (no --swerex)")
+        print(f"  the same gateway, a new connection per request too: {gateway_floor(farm.http, args.runs)}")
         print(f"2. sessions one node holds at once (EVALFARM_SESSIONS={args.sessions})")
         for kind in ("bash", "python"):
             held_at_once(farm.http, kind, args.sessions)
         print(f"3. 16 sessions on a {args.workspace_mb} MB workspace")
         shared = workspace_archive(args.workspace_mb, 0)
+        REDIS_URL.append(farm.broker)
         took, taken = group_on_workspaces(farm.http, [shared])
-        print(f"  one upload, shared (overlay):  {took:.1f} s to start all 16, {taken:.0f} MB taken")
+        print(f"  one upload, shared (overlay): {took:.1f} s to start all 16; {taken}")
         separate = [workspace_archive(args.workspace_mb, salt) for salt in range(1, 17)]
         took_apart, taken_apart = group_on_workspaces(farm.http, separate)
-        print(f"  16 separate uploads:           {took_apart:.1f} s, {taken_apart:.0f} MB taken")
-        print(f"  ratio: {took_apart / took:.1f}x the time, {taken_apart / max(taken, 1):.1f}x the space")
+        print(f"  16 separate uploads:          {took_apart:.1f} s; {taken_apart}")
+        print(f"  ratio of times: {took_apart / took:.1f}x")
 
 
 if __name__ == "__main__":
