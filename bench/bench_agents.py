@@ -113,15 +113,17 @@ def sandbox(http: str) -> str:
     return str(answer.json()["url"])
 
 
-def session_memory_mb() -> tuple[float, float, int]:
-    """What the sessions of this machine hold now: the memory their cgroups are charged (their
-    pages, their /tmp), the proportional set size of their processes (shared pages split among
-    their sharers), both in MB, and their number."""
+def session_memory_mb(ids: list[str]) -> tuple[float, float, int]:
+    """What the sessions `ids` hold now: the memory their cgroups are charged (their pages, their
+    /tmp), the proportional set size of their processes (shared pages split among their sharers),
+    both in MB, and how many were found (a session's cgroup is named after its id's start)."""
     import glob
 
+    names = {f"s-{session[:16]}" for session in ids}
     charged, pss, sessions = 0, 0, 0
     found = glob.glob("/sys/fs/cgroup/memory/**/evalfarm-sessions-*/s-*", recursive=True)
-    for folder in found + glob.glob("/sys/fs/cgroup/unified/**/evalfarm-sessions-*/s-*", recursive=True):
+    found += glob.glob("/sys/fs/cgroup/unified/**/evalfarm-sessions-*/s-*", recursive=True)
+    for folder in (f for f in found if os.path.basename(f) in names):
         name = "memory.usage_in_bytes" if "/memory/" in folder else "memory.current"
         try:
             charged += int(Path(folder, name).read_text())
@@ -175,7 +177,7 @@ def held_at_once(http: str, kind: str, count: int) -> None:
     code = "echo ok" if kind == "bash" else "'ok'"
     answered = sum(1 for s in sessions if "ok" in str(run(http, s, code)))
     time.sleep(2)
-    charged, pss, counted = session_memory_mb()
+    charged, pss, counted = session_memory_mb(sessions)
     each = max(1, counted)
     print(f"  {kind:<6} {len(sessions)} of {count} open at once ({took:.1f} s to open, {answered} answered);"
           f" idle, each: {charged / each:.2f} MB charged to its cgroups, {pss / each:.2f} MB PSS"
@@ -221,11 +223,29 @@ def group_on_workspaces(http: str, archives: list[bytes]) -> tuple[float, str]:
     with ThreadPoolExecutor(16) as pool:
         sessions = list(pool.map(one, bodies))
     took = time.perf_counter() - started
-    charged, _, _ = session_memory_mb()
+    charged, _, _ = session_memory_mb(sessions)
     taken = f"{_trees_mb():.0f} MB of trees on disk, {charged:.0f} MB in the sessions, "
     taken += f"{_redis_mb() - redis_before:.0f} MB more in Redis"
     close_sessions(http, sessions)
     return took, taken
+
+
+def copy_cost(http: str, data: bytes) -> str:
+    """What each session would pay to have the workspace copied into its own tmpfs (where a node
+    may not clone a mount): the copy's time and its size, measured by copying /workspace there."""
+    uploaded = requests.post(f"{http}/v1/workspaces", data=data, headers=HEADERS, timeout=300)
+    body = {
+        "kind": "bash",
+        "ttl_s": 600,
+        "workspace": uploaded.json()["workspace_id"],
+        "limits": {"workdir_mb": 1024},
+    }
+    opened = requests.post(f"{http}/v1/sessions", json=body, headers=HEADERS, timeout=300)
+    session = opened.json()["session_id"]
+    timed = "start=$(date +%s%N); cp -a /workspace /tmp/copy; end=$(date +%s%N); du -sm /tmp/copy | cut -f1"
+    out = run(http, session, f"{timed}; echo $(( (end - start) / 1000000 ))")["stdout"].split()
+    close_sessions(http, [session])
+    return f"{out[1]} ms and {out[0]} MB of the session's memory (its tmpfs) per session"
 
 
 REDIS_URL: list[str] = []
@@ -283,6 +303,7 @@ def main() -> None:
         took_apart, taken_apart = group_on_workspaces(farm.http, separate)
         print(f"  16 separate uploads:          {took_apart:.1f} s; {taken_apart}")
         print(f"  ratio of times: {took_apart / took:.1f}x")
+        print(f"  a copy instead of an overlay, in one session: {copy_cost(farm.http, shared)}")
 
 
 if __name__ == "__main__":

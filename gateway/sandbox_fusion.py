@@ -265,7 +265,8 @@ def cell_of(result: SessionResult) -> dict[str, Any]:
         if printed and stderr.endswith(printed):
             stderr = stderr[: -len(printed)]
     display = [dict(bundle) for bundle in result.display]  # its figures, as display_data
-    if result.value is not None:
+    shown = bool(display) and display[-1].get("text/plain") == result.value  # a rich value's bundle
+    if result.value is not None and not shown:
         display.append({"text/plain": result.value})
     return {"stdout": result.stdout, "stderr": stderr, "display": display, "error": error}
 

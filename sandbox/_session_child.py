@@ -121,6 +121,8 @@ def _run(code: bytes, namespace: dict[str, Any], name: str) -> dict[str, Any]:
         exec(body, namespace)
         value = eval(last, namespace) if last is not None else None
         shown = None if value is None else _repr(value)
+        if shown is not None:
+            _show_rich(value, shown)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _print_exception(sys.exc_info()[1])
@@ -151,6 +153,41 @@ def show_figures() -> None:
             _display.append({"image/png": encoded, "text/plain": _repr(figure)})
             _display_bytes += len(encoded)
     pyplot.close("all")
+
+
+# What a value may show beyond its repr, as IPython's display formatter asks it (the `_repr_*_` methods).
+RICH_REPRS = (
+    ("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"), ("text/latex", "_repr_latex_"),
+    ("image/svg+xml", "_repr_svg_"), ("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"),
+    ("application/json", "_repr_json_"),
+)  # fmt: skip
+
+
+def _show_rich(value: Any, shown: str) -> None:
+    """The last expression's value as a notebook shows it, where it has more than its repr (a
+    DataFrame's HTML, an image): one MIME bundle in the cell's display, its repr as `text/plain`."""
+    global _display_bytes
+    bundle: dict[str, str] = {}
+    for mime, method in RICH_REPRS:
+        shower = getattr(type(value), method, None)
+        if shower is None:
+            continue
+        try:
+            data = shower(value)
+        except Exception:  # a formatter that fails shows nothing, as IPython's do
+            continue
+        if isinstance(data, bytes):
+            import base64
+
+            data = base64.b64encode(data).decode()
+        elif mime == "application/json" and data is not None:
+            data = json.dumps(data)
+        if isinstance(data, str):
+            bundle[mime] = data
+    size = sum(len(data) for data in bundle.values())
+    if bundle and _display_bytes + size <= MAX_DISPLAY_BYTES:
+        _display.append({**bundle, "text/plain": shown})
+        _display_bytes += size
 
 
 class _Backend:

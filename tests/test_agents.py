@@ -492,6 +492,11 @@ def test_a_python_session_shows_its_figures_as_a_notebook_does(slot: Sandbox) ->
         left = session.run(b"fig = plt.figure()\n_ = plt.plot([1, 2])\n7")
         assert left.value == "7" and [set(b) for b in left.display] == [{"image/png", "text/plain"}]
         assert session.run(b"1 + 1").display == ()  # shown figures are closed
+        rich = session.run(
+            b"class Table:\n    def _repr_html_(self): return '<table></table>'\n"
+            b"    def __repr__(self): return 'Table()'\nTable()"
+        )
+        assert rich.display == ({"text/html": "<table></table>", "text/plain": "Table()"},)
     finally:
         session.close()
 
