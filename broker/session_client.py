@@ -355,7 +355,10 @@ def _other_steps(
         raise SessionLost(f"{answer['lost']}: the session's state is lost; open a new session")
     if "invalid" in answer:
         raise ValueError(answer["invalid"])
-    return dict(answer.get("report") or {}, content=answer.get("content"))
+    report = dict(answer.get("report") or {})
+    if "content" in answer:
+        report["content"] = answer["content"]
+    return report
 
 
 def _close_steps(session_id: str, host: str) -> Generator[Command, list[Any], None]:

@@ -136,6 +136,10 @@ class Shell:
         given = {0: ends[0][0], 1: ends[1][1], 2: ends[2][1], 3: ends[3][1]}
         try:
             self.pid = spawn([BASH, "--noprofile", "--norc", "--noediting", "-i"], environment, given)
+        except OSError:
+            for fd in (ends[0][1], ends[1][0], ends[2][0], ends[3][0]):
+                os.close(fd)
+            raise
         finally:
             for fd in given.values():
                 os.close(fd)
