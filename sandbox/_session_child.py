@@ -200,7 +200,7 @@ class _Backend:
             return None
         import importlib.util
 
-        return importlib.util.spec_from_loader(name, _Backend)
+        return importlib.util.spec_from_loader(name, _Backend)  # type: ignore[arg-type]
 
     @staticmethod
     def create_module(spec: Any) -> None:

@@ -176,7 +176,7 @@ class Interpreter:
         """Run one cell (a Python session's) or command (in a bash session's shell `shell`; `merge`:
         its stderr into its stdout; `check_syntax`: `bash -n` first); its result. Never raises for
         what the cell does."""
-        header = {"kind": _protocol.Kind.CELL}
+        header: dict[str, Any] = {"kind": _protocol.Kind.CELL}
         if self.kind == "bash":
             header.update(shell=shell or "default", merge=merge, check_syntax=check_syntax)
         return self._cell(header, code, stdin, timeout_s)
@@ -459,7 +459,7 @@ def _parsed(line: bytes) -> dict[str, Any]:
 def _exception(reported: dict[str, Any]) -> dict[str, Any]:
     """What a cell raised, as its report says (its own words: plain strings, nothing else)."""
     lines = reported.get("traceback")
-    said = {
+    said: dict[str, Any] = {
         "ename": str(reported.get("ename", "Exception")),
         "evalue": str(reported.get("evalue", "")),
         "traceback": [str(line) for line in lines] if isinstance(lines, list) else [],
