@@ -10,7 +10,8 @@ owner's execute bit, as read and execute for everyone (no setuid, no sticky bit)
 meant to be read by a sandbox's own uid.
 
 Stdlib only: the session's own process unpacks uploads with it, inside its walls, and a node its
-workspaces.
+workspaces. tarfile and zipfile are imported when an archive is read, not with this module: the
+fork servers preload it, and zipfile imports threading, whose after-fork hook every run would pay.
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ import io
 import os
 import posixpath
 import stat
-import tarfile
-import zipfile
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 CHUNK_BYTES = 1 << 20
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -63,6 +62,8 @@ def format_of(data: bytes) -> str:
     """ "zip" or "tar" (tar also when compressed); ArchiveRefused when it is neither."""
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         return "zip"
+    import tarfile
+
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
             archive.next()
@@ -133,6 +134,8 @@ def _members(data: bytes, caps: Caps) -> Iterator[_Member]:
 
 
 def _tar_members(data: bytes) -> Iterator[_Member]:
+    import tarfile
+
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
             for info in archive:
@@ -143,7 +146,7 @@ def _tar_members(data: bytes) -> Iterator[_Member]:
         raise ArchiveRefused(f"the tar archive is damaged ({error})") from None
 
 
-def _tar_member(archive: tarfile.TarFile, info: tarfile.TarInfo) -> _Member:
+def _tar_member(archive: Any, info: Any) -> _Member:
     name = safe_name(info.name)
     mtime = float(info.mtime) if isinstance(info.mtime, int | float) else None
     if info.isreg():
@@ -157,6 +160,8 @@ def _tar_member(archive: tarfile.TarFile, info: tarfile.TarInfo) -> _Member:
 
 
 def _zip_members(data: bytes) -> Iterator[_Member]:
+    import zipfile
+
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             for info in archive.infolist():
@@ -174,7 +179,7 @@ def _zip_members(data: bytes) -> Iterator[_Member]:
         raise ArchiveRefused(f"the zip archive is damaged ({error})") from None
 
 
-def _zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> _Member:
+def _zip_member(archive: Any, info: Any) -> _Member:
     name = safe_name(info.filename)
     mode = info.external_attr >> 16
     mtime = None

@@ -823,3 +823,17 @@ def test_bash_sessions_and_workspaces_work_as_root_and_as_an_unprivileged_user(u
         (None, "shared\n", None),
     ]
     assert results[3]["stdout"].split()[-1] != "0"  # never root inside
+
+
+def test_the_fork_servers_preload_no_threading_for_sessions() -> None:
+    """The session modules every fork server preloads import neither threading (whose after-fork
+    hook every run would pay) nor the archive readers (zipfile imports threading)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nimport evalfarm.sandbox._session_child, evalfarm.sandbox._shell_child\n"
+        "print(sorted({'threading', 'zipfile', 'tarfile'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
