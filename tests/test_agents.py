@@ -608,6 +608,41 @@ def test_a_dead_node_loses_its_shells_and_says_so(farm_with_sessions: tuple[str,
             assert fresh.run("echo [$X]").stdout == "[]\n"
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_the_nodes_metrics_count_sessions_by_kind(
+    farm_with_sessions: tuple[str, Workers], tmp_path: Path
+) -> None:
+    from test_metrics_farm import metrics_node, scrape
+
+    url, workers = farm_with_sessions
+    metrics = metrics_node(workers, tmp_path, concurrency=1, EVALFARM_SESSIONS="4")
+    wait_for(lambda: len(session_hosts(url)) == 1, 60, "the session host")
+    with Farm(settings=client_settings(url), progress=False) as farm:
+        shell = farm.session(kind="bash", ttl_s=600)
+        shell.run("echo one")
+        farm.session(kind="bash").run("exit")  # ended by what it ran
+        python = farm.session()
+        bash, python_label = frozenset({("language", "bash")}), frozenset({("language", "python")})
+
+        def counted() -> bool:  # the open gauges and the advertisement follow the host's next beat
+            samples = scrape(metrics)
+            kinds = session_hosts(url)[0].get("kinds")
+            opened = (
+                samples.get(("evalfarm_sessions_open", bash)),
+                samples.get(("evalfarm_sessions_open", python_label)),
+            )
+            return opened == (1, 1) and kinds == {"python": 1, "bash": 1}
+
+        wait_for(counted, 20, "the counts")
+        samples = scrape(metrics)
+        assert samples[("evalfarm_sessions_opened_total", bash)] == 2
+        assert samples[("evalfarm_sessions_ended_total", bash)] == 1
+        assert samples[("evalfarm_session_run_seconds_count", bash)] == 2
+        shell.close()
+        python.close()
+
+
 # -- the gateway: native routes, and SWE-ReX's client ---------------------------------------------
 
 
@@ -837,3 +872,26 @@ def test_the_fork_servers_preload_no_threading_for_sessions() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_swerex_remote_deployment_starts_and_stops_a_farm_sandbox(gateway: str) -> None:
+    from swerex.deployment.remote import RemoteDeployment
+    from swerex.exceptions import DeploymentNotStartedError
+    from swerex.runtime.abstract import BashAction, CreateBashSessionRequest
+
+    async def deploy(url: str) -> str:
+        deployment = RemoteDeployment(host=url, port=None, auth_token=TOKEN, timeout=5)
+        with pytest.raises(DeploymentNotStartedError):
+            await deployment.is_alive()
+        await deployment.start()
+        assert await deployment.is_alive()
+        await deployment.runtime.create_session(CreateBashSessionRequest())
+        output = (await deployment.runtime.run_in_session(BashAction(command="echo deployed"))).output
+        await deployment.stop()
+        return output
+
+    url = sandbox(gateway)
+    assert asyncio.run(deploy(url)) == "deployed\n"
+    assert http("GET", f"{url}/is_alive").status_code == 404  # stopped: the sandbox has ended
