@@ -277,7 +277,7 @@ class Sandboxes:
         await self.gateway.sessions.close(session)
         return JSONResponse({})
 
-    # -- helpers ------------------------------------------------------------------------------
+    # -- what the routes share ----------------------------------------------------------------
 
     async def _body(self, request: Request, model: type[Any]) -> Any:
         data = await read_bytes(request, self.gateway.settings.gateway_max_body_bytes)
