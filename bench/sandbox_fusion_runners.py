@@ -65,7 +65,11 @@ module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 sys.modules["sandbox.server.server"] = module
 """
-DEPENDENCIES = ("fastapi==0.110.*", "pydantic>=2.4,<2.7", "structlog", "httpx", "pytest", "pytest-asyncio")
+# SandboxFusion's request models import its runners, which import psutil, PyYAML and aiofiles.
+DEPENDENCIES = (
+    "fastapi==0.110.*", "pydantic>=2.4,<2.7", "structlog", "httpx", "pytest", "pytest-asyncio", "psutil",
+    "pyyaml", "aiofiles",
+)  # fmt: skip
 
 
 def environment(snapshot: Path) -> Path:

@@ -20,7 +20,12 @@ from evalfarm.broker.connections import MasterWatch, aclose, async_redis_client,
 from evalfarm.broker.farm import farm_status, language_key, progress_bar, unreachable
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
-from evalfarm.broker.session_client import AsyncSession, SessionSpec
+from evalfarm.broker.session_client import (
+    AsyncSession,
+    SessionSpec,
+    checked_workspace,
+    upload_workspace_async,
+)
 from evalfarm.broker.settings import ClientSettings
 from evalfarm.result import Result
 
@@ -146,12 +151,30 @@ class AsyncFarm:
         await self._redis.connection_pool.disconnect()
 
     def session(
-        self, ttl_s: float = 60.0, limits: dict[str, Any] | None = None, language: str = "python"
+        self,
+        ttl_s: float = 60.0,
+        limits: dict[str, Any] | None = None,
+        language: str = "python",
+        kind: str = "python",
+        workspace: str | None = None,
     ) -> OpeningSession:
         """A session to open: `async with farm.session(ttl_s=60) as s: await s.run("x = 41")`, or
         `s = await farm.session()` to keep it (then `await s.close()`). See `Farm.session`."""
-        spec = SessionSpec.model_validate({"language": language, "ttl_s": ttl_s, "limits": limits or {}})
+        spec = SessionSpec.model_validate(
+            {
+                "language": language,
+                "ttl_s": ttl_s,
+                "limits": limits or {},
+                "kind": kind,
+                "workspace": workspace,
+            }
+        )
         return OpeningSession(self._redis, spec)
+
+    async def upload_workspace(self, archive: bytes) -> str:
+        """Keep a tar or zip archive as a workspace; its id. See `Farm.upload_workspace`."""
+        checked_workspace(archive)
+        return await upload_workspace_async(self._redis, archive)
 
     async def status(self) -> dict[str, Any]:
         """Whether Redis answers, and the live worker nodes and pool processes it knows of."""

@@ -20,7 +20,7 @@ from evalfarm.broker.connections import MasterWatch, close, decoded, redis_clien
 from evalfarm.broker.keys import LANGUAGES_KEY_PREFIX, NODE_KEY_PREFIX, SESSION_HOST_PREFIX, SESSION_HOSTS_KEY
 from evalfarm.broker.producer import Producer, redis_options
 from evalfarm.broker.run import Deliver, Publish, Receive, next_step, steps
-from evalfarm.broker.session_client import Session, SessionSpec
+from evalfarm.broker.session_client import Session, SessionSpec, upload_workspace
 from evalfarm.broker.settings import ClientSettings
 from evalfarm.result import Result
 
@@ -142,13 +142,33 @@ class Farm:
                 self._in_flight -= 1
 
     def session(
-        self, ttl_s: float = 60.0, limits: dict[str, Any] | None = None, language: str = "python"
+        self,
+        ttl_s: float = 60.0,
+        limits: dict[str, Any] | None = None,
+        language: str = "python",
+        kind: str = "python",
+        workspace: str | None = None,
     ) -> Session:
         """Open a session: a sandboxed interpreter kept alive on one node between runs (`with
         farm.session(ttl_s=60) as s: s.run("x = 41"); s.run("x + 1").value == "42"`). `limits`:
-        `broker.session_client.SessionLimits`' fields. Raises SessionsFull when no node has room."""
-        spec = SessionSpec.model_validate({"language": language, "ttl_s": ttl_s, "limits": limits or {}})
+        `broker.session_client.SessionLimits`' fields. `kind` "bash": bash shells, a run a shell
+        command; `workspace`: an id from `upload_workspace`, its files at /workspace. Raises
+        SessionsFull when no node has room."""
+        spec = SessionSpec.model_validate(
+            {
+                "language": language,
+                "ttl_s": ttl_s,
+                "limits": limits or {},
+                "kind": kind,
+                "workspace": workspace,
+            }
+        )
         return Session.open(self._redis, spec)
+
+    def upload_workspace(self, archive: bytes) -> str:
+        """Keep a tar or zip archive as a workspace sessions may start from (`session(workspace=...)`):
+        its id, the same for the same bytes. ArchiveRefused (a ValueError) for one no node would unpack."""
+        return upload_workspace(self._redis, archive)
 
     def attach(self, session_id: str) -> Session:
         """A session opened elsewhere (by another process, or through the gateway), by its id."""

@@ -41,6 +41,14 @@ def queue_keys(settings: FarmSettings) -> dict[str, list[str]]:
     return {queue: [queue, *(f"{queue}{SEP}{p}" for p in PRIORITY_STEPS if p)] for queue in settings.queues}
 
 
+WORKSPACE_PREFIX = "evalfarm:workspace:"  # + workspace id: an uploaded archive sessions start from
+
+
+def workspace_key(workspace_id: str) -> str:
+    """Where an uploaded workspace's archive is kept (`broker.session_client.upload_workspace`)."""
+    return WORKSPACE_PREFIX + workspace_id
+
+
 def session_key(session_id: str) -> str:
     """The record of session `session_id`: which host holds it (or why it ended)."""
     return SESSION_PREFIX + session_id

@@ -9,6 +9,12 @@ A run for a session whose host is gone (its advertisement expired: the node died
 session. A session that ended (closed, idle past its `ttl_s`, killed for a cell that ignored its
 timeout's interrupt) or never existed raises `SessionNotFound`.
 
+A session is a Python interpreter (`kind` "python") or bash shells (`kind` "bash": a run is a shell
+command, with its exit code; `execute` runs a program outside the shells). Either reads, writes and
+unpacks its own files (`read_file`, `write_file`, `upload`), and may start from a workspace: an
+archive uploaded once (`upload_workspace`, its id the hash of its bytes) that every session opened
+with it finds at /workspace, shared read-only, each session writing its own copy.
+
 `SessionSpec` (and its limits) is what a session is opened with; the sync `Session` and the asyncio
 `AsyncSession` share everything but their waits (`_Protocol`).
 """
@@ -16,7 +22,9 @@ timeout's interrupt) or never existed raises `SessionNotFound`.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
+import hashlib
 import json
 import secrets
 import time
@@ -34,7 +42,11 @@ WAIT_SLICE_S = 1.0  # how often a waiting client looks whether the session's hos
 OPEN_TIMEOUT_S = 25.0  # a session's start (the host's first one starts its sandbox slot)
 REQUEST_TTL_S = 60
 HOSTS_WAIT_S = 5.0  # how long an open waits for a first live session host
+FILE_WAIT_S = 90.0  # a file or shell request's answer (the host gives up on a stuck session at 60 s)
 MAX_RUN_TIMEOUT_S = 600.0
+FILE_MAX_BYTES = 16 << 20  # a file read or written through a session's client, at most
+WORKSPACE_TTL_S = 24 * 3600.0  # an uploaded workspace is kept this long after its last upload
+WORKSPACE_ID = r"^[0-9a-f]{32}$"
 
 
 class SessionLimits(BaseModel):
@@ -58,8 +70,13 @@ class SessionSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     language: Literal["python"] = "python"
+    kind: Literal["python", "bash"] = Field(default="python", description="an interpreter, or bash shells")
     ttl_s: float = Field(default=60.0, gt=0, le=86400, description="ended after this long idle")
     limits: SessionLimits = SessionLimits()
+    workspace: str | None = Field(
+        default=None, pattern=WORKSPACE_ID, description="an uploaded workspace's id"
+    )
+    shell: bool = Field(default=True, description="bash: open the shell `default` with the session")
 
     @property
     def lifetime_s(self) -> float:
@@ -103,6 +120,51 @@ class SessionUnavailable(SessionError):
     """No node holds sessions, or none answered in time (the farm's fault: retry later)."""
 
 
+class SessionLost(SessionError):
+    """The node that held the session is gone, and the session's state with it: open a new one."""
+
+
+class FileRefused(SessionError):
+    """A file request the session refused: `ename` names the error as Python's do
+    (FileNotFoundError, PermissionError for a path outside the session's files or through a link,
+    ValueError past a cap or for a refused archive, OSError for a full disk)."""
+
+    def __init__(self, ename: str, message: str) -> None:
+        super().__init__(message)
+        self.ename = ename
+
+
+def workspace_id(data: bytes) -> str:
+    """A workspace's id: the hash of its archive's bytes (the same archive, the same id)."""
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def checked_workspace(data: bytes, caps: Any = None) -> Any:
+    """What an archive holds (`evalfarm.archive.Unpacked`) if it may be a workspace: a tar or zip
+    that `evalfarm.archive` would unpack whole within `caps`; ArchiveRefused (a ValueError) else."""
+    from evalfarm import archive
+
+    return archive.check(data, caps or archive.Caps())
+
+
+def _upload_workspace_steps(data: bytes) -> Generator[Command, list[Any], str]:
+    """Keep an archive (checked by the caller) as a workspace; its id."""
+    identity = workspace_id(data)
+    yield [("set", keys.workspace_key(identity), data, int(WORKSPACE_TTL_S))]
+    return identity
+
+
+def upload_workspace(client: Any, data: bytes) -> str:
+    """Keep `data` (a tar or zip archive, checked) as a workspace sessions may start from; its id."""
+    checked_workspace(data)
+    return _drive(client, _upload_workspace_steps(data))
+
+
+async def upload_workspace_async(client: Any, data: bytes) -> str:
+    """`upload_workspace` on an asyncio Redis client (the archive checked by the caller)."""
+    return await _drive_async(client, _upload_workspace_steps(data))
+
+
 @dataclasses.dataclass(frozen=True)
 class SessionResult:
     """One run's result: `status` as in the contract, the run's output, and `value`, the repr of its
@@ -119,6 +181,8 @@ class SessionResult:
     exception: dict[str, Any] | None = None  # what the run raised: ename, evalue, traceback lines
     output_bytes: int | None = None  # the cap each stream was held to
     notice: str | None = None  # what cut the output (the session's limit, or its node's budget)
+    exit_code: int | None = None  # a shell command's, or a program's (a `bash` session's)
+    display: tuple[dict[str, str], ...] = ()  # a Python run's MIME bundles (its figures), as Jupyter's
     infra_reason: str | None = None
 
     @classmethod
@@ -126,11 +190,13 @@ class SessionResult:
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
         values["truncated"] = tuple(values.get("truncated") or ())
+        values["display"] = tuple(values.get("display") or ())
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["truncated"] = list(self.truncated)
+        data["display"] = list(self.display)
         if self.infra_reason is None:
             del data["infra_reason"]
         else:
@@ -154,8 +220,8 @@ Command = list[tuple[Any, ...]]
 
 def record_of(host: str, spec: SessionSpec) -> dict[str, Any]:
     """A live session's record (`keys.session_key`), as its host writes it: the host that holds it,
-    its idle time and its runs' default timeout."""
-    return {"host": host, "ttl_s": spec.ttl_s, "timeout_s": spec.limits.timeout_s}
+    its idle time, its runs' default timeout and its kind."""
+    return {"host": host, "ttl_s": spec.ttl_s, "timeout_s": spec.limits.timeout_s, "kind": spec.kind}
 
 
 def _record(session_id: str, raw: Any) -> dict[str, Any]:
@@ -171,6 +237,7 @@ def _record(session_id: str, raw: Any) -> dict[str, Any]:
             "host": str(record["host"]),
             "ttl_s": float(record["ttl_s"]),
             "timeout_s": float(record["timeout_s"]),
+            "kind": str(record.get("kind", "python")),
         }
     except (ValueError, KeyError, TypeError):
         raise SessionNotFound(f"session {session_id} has no valid record") from None
@@ -233,11 +300,12 @@ def _open_steps(spec: SessionSpec) -> Generator[Command, list[Any], tuple[str, d
     raise SessionUnavailable("no live node holds sessions (is a worker running with sessions > 0?)")
 
 
-def _run_steps(
-    session_id: str, host: str, request: dict[str, Any], wait_s: float
-) -> Generator[Command, list[Any], SessionResult]:
-    """One run, in the order the session's requests arrive: its result."""
-    reply, message = _request("run", session_id, **request)
+def _ask_steps(
+    session_id: str, host: str, op: str, fields: dict[str, Any], wait_s: float
+) -> Generator[Command, list[Any], dict[str, Any]]:
+    """One request of a session, in the order its requests arrive: the host's answer (a run's
+    `result`, a file's `file`, a shell's `shell`), or `lost` when the session's node is gone."""
+    reply, message = _request(op, session_id, **fields)
     advert = keys.SESSION_HOST_PREFIX + host
     queue = keys.SESSION_QUEUE_PREFIX + host
     record, alive, *_ = yield [
@@ -247,23 +315,50 @@ def _run_steps(
     ]
     _record(session_id, record)
     if not alive:
-        return lost_result("the node that held the session is gone")
+        return {"lost": "the node that held the session is gone"}
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         (item,) = yield [("blpop", [reply], WAIT_SLICE_S)]
         if item is not None:
-            answer = json.loads(item[1])
-            if "result" in answer:
-                return SessionResult.from_dict(answer["result"])
+            answer: dict[str, Any] = json.loads(item[1])
             if answer.get("ended"):
                 raise SessionNotFound(f"session {session_id} has ended ({answer['ended']})")
             if answer.get("unknown"):
-                return lost_result("the session's node no longer holds it")
-            raise SessionUnavailable(f"the node failed the run: {answer.get('failed')}")
+                return {"lost": "the session's node no longer holds it"}
+            if "failed" in answer:
+                raise SessionUnavailable(f"the node failed the request: {answer.get('failed')}")
+            return answer
         (alive,) = yield [("exists", advert)]
         if not alive:
-            return lost_result("the node that held the session died during the run")
-    return lost_result("the session's node did not answer in time")
+            return {"lost": "the node that held the session died during the run"}
+    return {"lost": "the session's node did not answer in time"}
+
+
+def _run_steps(
+    session_id: str, host: str, request: dict[str, Any], wait_s: float, op: str = "run"
+) -> Generator[Command, list[Any], SessionResult]:
+    """One run (or a bash session's `exec`): its result."""
+    answer = yield from _ask_steps(session_id, host, op, request, wait_s)
+    if "lost" in answer:
+        return lost_result(str(answer["lost"]))
+    if "invalid" in answer:
+        raise ValueError(answer["invalid"])
+    return SessionResult.from_dict(answer["result"])
+
+
+def _other_steps(
+    session_id: str, host: str, op: str, fields: dict[str, Any]
+) -> Generator[Command, list[Any], dict[str, Any]]:
+    """A file or shell request: the host's report (SessionLost when the node is gone)."""
+    answer = yield from _ask_steps(session_id, host, op, fields, FILE_WAIT_S)
+    if "lost" in answer:
+        raise SessionLost(f"{answer['lost']}: the session's state is lost; open a new session")
+    if "invalid" in answer:
+        raise ValueError(answer["invalid"])
+    report = dict(answer.get("report") or {})
+    if "content" in answer:
+        report["content"] = answer["content"]
+    return report
 
 
 def _close_steps(session_id: str, host: str) -> Generator[Command, list[Any], None]:
@@ -273,6 +368,14 @@ def _close_steps(session_id: str, host: str) -> Generator[Command, list[Any], No
     record, *_ = yield [("get", keys.session_key(session_id)), *_push(queue, message)]
     if record is not None and "ended" not in json.loads(record):
         yield [("blpop", [reply], 5 * WAIT_SLICE_S)]
+
+
+def _file_answer(report: dict[str, Any]) -> dict[str, Any]:
+    """A file request's report; FileRefused when the session refused it."""
+    error = report.get("error")
+    if isinstance(error, dict):
+        raise FileRefused(str(error.get("ename", "OSError")), str(error.get("evalue", "")))
+    return report
 
 
 def _attach_steps(session_id: str) -> Generator[Command, list[Any], dict[str, Any]]:
@@ -333,6 +436,7 @@ class _SessionBase:
         self.host = record["host"]
         self.ttl_s = record["ttl_s"]
         self.timeout_s = record["timeout_s"]
+        self.kind = record.get("kind", "python")
         self.expires_at = time.time() + self.ttl_s  # unix time its idleness would end it
 
     def _run_request(
@@ -348,6 +452,32 @@ class _SessionBase:
             self.expires_at = time.time() + self.ttl_s
         return result
 
+    def _command_request(
+        self, code: str, stdin: str | None, timeout_s: float | None, shell: str | None, merge: bool,
+        check_syntax: bool,
+    ) -> tuple[dict[str, Any], float]:  # fmt: skip
+        request, wait_s = self._run_request(code, stdin, timeout_s)
+        if shell is not None or merge or check_syntax:
+            request.update(shell=shell, merge=merge, check_syntax=check_syntax)
+        return request, wait_s
+
+    def _exec_request(
+        self, command: str | list[str], timeout_s: float | None, env: dict[str, str] | None, cwd: str | None,
+        merge: bool,
+    ) -> tuple[dict[str, Any], float]:  # fmt: skip
+        request, wait_s = self._run_request("", None, timeout_s)
+        request.update(spec={"command": command, "env": env, "cwd": cwd, "merge": merge})
+        return request, wait_s
+
+    def _read_fields(self, path: str) -> dict[str, Any]:
+        return {"file_op": "read", "path": path, "max_bytes": FILE_MAX_BYTES}
+
+    def _write_fields(self, path: str, content: bytes, archive: bool) -> dict[str, Any]:
+        if len(content) > FILE_MAX_BYTES:
+            raise FileRefused("ValueError", f"{len(content)} bytes; the cap is {FILE_MAX_BYTES}")
+        op = "upload" if archive else "write"
+        return {"file_op": op, "path": path, "content": base64.b64encode(content).decode()}
+
 
 class Session(_SessionBase):
     """A live session on the farm (sync): `run` code in it, `close` it (or use `with`)."""
@@ -362,10 +492,54 @@ class Session(_SessionBase):
         """The session `session_id`, opened elsewhere (SessionNotFound when it has ended)."""
         return cls(client, session_id, _drive(client, _attach_steps(session_id)))
 
-    def run(self, code: str, stdin: str | None = None, timeout_s: float | None = None) -> SessionResult:
-        """Run `code` in the session; its result (SessionNotFound when the session has ended)."""
-        request, wait_s = self._run_request(code, stdin, timeout_s)
+    def run(
+        self,
+        code: str,
+        stdin: str | None = None,
+        timeout_s: float | None = None,
+        shell: str | None = None,
+        merge: bool = False,
+        check_syntax: bool = False,
+    ) -> SessionResult:
+        """Run `code` in the session (a `bash` session's: a command in its shell `shell`, default
+        "default"; `merge`: stderr into stdout; `check_syntax`: refused unless `bash -n` parses it);
+        its result (SessionNotFound when the session has ended)."""
+        request, wait_s = self._command_request(code, stdin, timeout_s, shell, merge, check_syntax)
         return self._ran(_drive(self.client, _run_steps(self.id, self.host, request, wait_s)))
+
+    def execute(
+        self,
+        command: str | list[str],
+        timeout_s: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        merge: bool = False,
+    ) -> SessionResult:
+        """Run a program outside the shells of a `bash` session (a list of arguments, or a string
+        for `/bin/sh -c`), as `subprocess.run` would: killed at its timeout."""
+        request, wait_s = self._exec_request(command, timeout_s, env, cwd, merge)
+        return self._ran(_drive(self.client, _run_steps(self.id, self.host, request, wait_s, op="exec")))
+
+    def read_file(self, path: str) -> bytes:
+        """The content of a file of the session's (FileRefused, naming the error, when refused)."""
+        report = _file_answer(
+            _drive(self.client, _other_steps(self.id, self.host, "file", self._read_fields(path)))
+        )
+        return base64.b64decode(report.get("content") or "")
+
+    def write_file(self, path: str, content: bytes) -> None:
+        """Write a file of the session's (its directories made where missing)."""
+        fields = self._write_fields(path, content, archive=False)
+        _file_answer(_drive(self.client, _other_steps(self.id, self.host, "file", fields)))
+
+    def upload(self, path: str, archive: bytes) -> dict[str, Any]:
+        """Unpack a tar or zip archive into the session's directory `path`; what it held."""
+        fields = self._write_fields(path, archive, archive=True)
+        return _file_answer(_drive(self.client, _other_steps(self.id, self.host, "file", fields)))
+
+    def shell(self, op: str, name: str) -> dict[str, Any]:
+        """Open or close (`op`) the bash shell `name` of a `bash` session; the session's report."""
+        return _drive(self.client, _other_steps(self.id, self.host, "shell", {"shell_op": op, "name": name}))
 
     def close(self) -> None:
         """End the session (nothing happens when it has ended already)."""
@@ -391,10 +565,53 @@ class AsyncSession(_SessionBase):
         """The session `session_id`, opened elsewhere (SessionNotFound when it has ended)."""
         return cls(client, session_id, await _drive_async(client, _attach_steps(session_id)))
 
-    async def run(self, code: str, stdin: str | None = None, timeout_s: float | None = None) -> SessionResult:
-        """Run `code` in the session; its result (SessionNotFound when the session has ended)."""
-        request, wait_s = self._run_request(code, stdin, timeout_s)
+    async def run(
+        self,
+        code: str,
+        stdin: str | None = None,
+        timeout_s: float | None = None,
+        shell: str | None = None,
+        merge: bool = False,
+        check_syntax: bool = False,
+    ) -> SessionResult:
+        """Run `code` in the session; its result (SessionNotFound when the session has ended). See
+        `Session.run`."""
+        request, wait_s = self._command_request(code, stdin, timeout_s, shell, merge, check_syntax)
         return self._ran(await _drive_async(self.client, _run_steps(self.id, self.host, request, wait_s)))
+
+    async def execute(
+        self,
+        command: str | list[str],
+        timeout_s: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        merge: bool = False,
+    ) -> SessionResult:
+        """Run a program outside the shells of a `bash` session. See `Session.execute`."""
+        request, wait_s = self._exec_request(command, timeout_s, env, cwd, merge)
+        steps = _run_steps(self.id, self.host, request, wait_s, op="exec")
+        return self._ran(await _drive_async(self.client, steps))
+
+    async def read_file(self, path: str) -> bytes:
+        """The content of a file of the session's. See `Session.read_file`."""
+        steps = _other_steps(self.id, self.host, "file", self._read_fields(path))
+        report = _file_answer(await _drive_async(self.client, steps))
+        return base64.b64decode(report.get("content") or "")
+
+    async def write_file(self, path: str, content: bytes) -> None:
+        """Write a file of the session's. See `Session.write_file`."""
+        steps = _other_steps(self.id, self.host, "file", self._write_fields(path, content, archive=False))
+        _file_answer(await _drive_async(self.client, steps))
+
+    async def upload(self, path: str, archive: bytes) -> dict[str, Any]:
+        """Unpack an archive into the session's directory `path`. See `Session.upload`."""
+        steps = _other_steps(self.id, self.host, "file", self._write_fields(path, archive, archive=True))
+        return _file_answer(await _drive_async(self.client, steps))
+
+    async def shell(self, op: str, name: str) -> dict[str, Any]:
+        """Open or close (`op`) the bash shell `name`. See `Session.shell`."""
+        steps = _other_steps(self.id, self.host, "shell", {"shell_op": op, "name": name})
+        return await _drive_async(self.client, steps)
 
     async def close(self) -> None:
         """End the session (nothing happens when it has ended already)."""

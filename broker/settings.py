@@ -221,6 +221,8 @@ class WorkerSettings(FarmSettings):
     # What the session host holds of its sessions' output at once, all of them together: each
     # session's cap per stream comes from it (workers.session_host.output_budget).
     session_output_mb: int = Field(default=256, ge=1, description="output held for all sessions at once")
+    # Workspaces (workers.workspaces): an uploaded archive unpacked once per node, at most this large.
+    session_workspace_mb: int = Field(default=1024, ge=1, description="a workspace's files, unpacked")
 
 
 class GatewaySettings(ClientSettings):
@@ -228,6 +230,7 @@ class GatewaySettings(ClientSettings):
 
     gateway_token: str | None = Field(default=None, description="bearer token; required off loopback")
     gateway_max_body_bytes: int = Field(default=32 << 20, ge=1024)
+    gateway_max_workspace_bytes: int = Field(default=256 << 20, ge=1024, description="an uploaded workspace")
     gateway_max_jobs: int = Field(default=4096, ge=1, description="jobs (or codes, queries) per request")
     gateway_deadline_s: float = Field(default=600.0, gt=0, description="a native request's default deadline")
     # Under OpenRLHF's remote reward client's own 180 s timeout, so that it sees the 503 (and retries)

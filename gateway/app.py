@@ -1,9 +1,10 @@
 """The gateway's application: one `AsyncFarm`, the micro-batcher, the route families, the guards.
 
 `create_app(settings)` builds the ASGI app (Starlette): the native routes, ELM's, SandboxFusion's
-and OpenRLHF's (one module each, `gateway/*.py`), GET /metrics, and around them: a bearer
+OpenRLHF's and SWE-ReX's (one module each, `gateway/*.py`), GET /metrics, and around them: a bearer
 token when one is set (also accepted as `?token=` or a `/t/<token>/` path prefix, for clients that
-cannot send headers), a body-size cap, a deadline on every request, and no traceback ever sent.
+cannot send headers, and as `X-API-Key`, as SWE-ReX's client sends it), a body-size cap, a deadline
+on every request, and no traceback ever sent.
 """
 
 from __future__ import annotations
@@ -53,9 +54,7 @@ class Guard:
         metrics.in_flight.labels(label).inc()
         try:
             if self.token and path not in OPEN_PATHS and not self._authorized(scope, given):
-                await JSONResponse({"error": "unauthorized: a valid bearer token is required"}, 401)(
-                    scope, receive, sending
-                )
+                await _unauthorized(path)(scope, receive, sending)
                 return
             await self.app({**scope, "path": path}, receive, sending)
         finally:
@@ -70,10 +69,19 @@ class Guard:
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         if authorization.lower().startswith("bearer "):
             candidates.append(authorization[7:].strip())
+        if b"x-api-key" in headers:  # SWE-ReX's client sends its auth token so
+            candidates.append(headers[b"x-api-key"].decode("latin-1"))
         for pair in scope.get("query_string", b"").decode("latin-1").split("&"):
             if pair.startswith("token="):
                 candidates.append(pair[6:])
         return any(hmac.compare_digest(c.encode(), self.token.encode()) for c in candidates)
+
+
+def _unauthorized(path: str) -> JSONResponse:
+    """401, or under a sandbox's URL what SWE-ReX's server answers a request without its key (403)."""
+    if path.startswith("/v1/sandboxes/"):
+        return JSONResponse({"detail": "Not authenticated"}, 403)
+    return JSONResponse({"error": "unauthorized: a valid bearer token is required"}, 401)
 
 
 def _template(path: str, paths: frozenset[str]) -> str:
@@ -99,7 +107,7 @@ def _strip_token_prefix(path: str) -> tuple[str, str | None]:
 
 def create_app(settings: GatewaySettings, farm: AsyncFarm | None = None) -> Starlette:
     """The gateway's ASGI application (the farm client is made when the app starts)."""
-    from evalfarm.gateway import elm, native, openrlhf, sandbox_fusion, session_routes
+    from evalfarm.gateway import elm, native, openrlhf, sandbox_fusion, session_routes, swerex
 
     gateway = Gateway(settings, farm)
 
@@ -114,6 +122,7 @@ def create_app(settings: GatewaySettings, farm: AsyncFarm | None = None) -> Star
         *elm.routes(gateway),
         *sandbox_fusion.routes(gateway),
         *openrlhf.routes(gateway),
+        *swerex.routes(gateway),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     paths = frozenset(r.path for r in routes)

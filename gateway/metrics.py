@@ -48,3 +48,8 @@ class GatewayMetrics:
             "Runs answered session_lost: the node holding their session was gone.",
             registry=self.registry,
         )
+        self.session_files = Counter(
+            "evalfarm_gateway_session_files_total",
+            "File requests of sessions (read, write, upload) and workspaces uploaded, by outcome.",
+            ["op", "outcome"], registry=self.registry,
+        )  # fmt: skip

@@ -90,6 +90,15 @@ async def read_body(request: Request, cap: int, model: type[Body]) -> Body:
 
 async def read_json(request: Request, cap: int) -> Any:
     """The request body as JSON: 413 over `cap` bytes, 400 when it is not JSON, 408 when too slow."""
+    data = await read_bytes(request, cap)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise RequestError(400, f"the body is not valid JSON: {error}") from None
+
+
+async def read_bytes(request: Request, cap: int) -> bytes:
+    """The request body: 413 over `cap` bytes, 408 when it arrives too slowly."""
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > cap:
         raise RequestError(413, f"the body has {length} bytes; the cap is {cap}")
@@ -105,13 +114,9 @@ async def read_json(request: Request, cap: int) -> Any:
 
     try:
         async with asyncio.timeout(_BODY_READ_S):
-            data = await body()
+            return await body()
     except TimeoutError:
         raise RequestError(408, f"the body did not arrive within {_BODY_READ_S:.0f} s") from None
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as error:
-        raise RequestError(400, f"the body is not valid JSON: {error}") from None
 
 
 Handler = Callable[[Request, Gateway], Awaitable[Response]]

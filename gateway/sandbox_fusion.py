@@ -254,8 +254,9 @@ def jupyter_response(status: str, message: str = "", cells: list[Any] | None = N
 
 
 def cell_of(result: SessionResult) -> dict[str, Any]:
-    """A `CellRunResult` of a run: a notebook's streams, its display (the last expression's value as
-    `text/plain`) and its error (ename, evalue, traceback; the traceback not also in stderr)."""
+    """A `CellRunResult` of a run: a notebook's streams, its display (the figures it showed, as
+    `image/png`, then the last expression's value as `text/plain`) and its error (ename, evalue,
+    traceback; the traceback not also in stderr)."""
     stderr = result.stderr
     error = []
     if result.exception is not None:
@@ -263,7 +264,10 @@ def cell_of(result: SessionResult) -> dict[str, Any]:
         printed = "".join(result.exception.get("traceback") or ())
         if printed and stderr.endswith(printed):
             stderr = stderr[: -len(printed)]
-    display = [{"text/plain": result.value}] if result.value is not None else []
+    display = [dict(bundle) for bundle in result.display]  # its figures, as display_data
+    shown = bool(display) and display[-1].get("text/plain") == result.value  # a rich value's bundle
+    if result.value is not None and not shown:
+        display.append({"text/plain": result.value})
     return {"stdout": result.stdout, "stderr": stderr, "display": display, "error": error}
 
 

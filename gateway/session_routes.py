@@ -12,6 +12,14 @@
   `session_alive` says whether the session lived through it. A session whose node died answers
   `infra_error` with `infra_reason` "session_lost". 404 for a session unknown, closed or ended.
 - `DELETE /v1/sessions/{id}` -> 204 (404 when there is no such session).
+- `GET /v1/sessions/{id}/files?path=P` -> 200 and the file's bytes; `PUT` the same with the bytes as
+  the body -> 200 `{"bytes"}`, or with `&archive=true` a tar or zip unpacked into the directory P ->
+  200 `{"members", "bytes"}`. A refusal is 400 with `error` and `ename` (a path outside the
+  session's files or through a link, a cap, an archive that could leave its directory, a full disk),
+  404 for a missing file, 413 past the 16 MiB a transfer may carry.
+- `POST /v1/workspaces` with a tar or zip archive as the body -> 201 `{"workspace_id", "members",
+  "bytes"}`; a session opened with `{"workspace": id}` finds its files at /workspace, shared
+  read-only by every session of the group, each writing its own copy. 400 for an archive refused.
 
 The gateway keeps nothing a restart would lose: a session lives on its node, and its record in Redis
 says which; one not used for its `ttl_s` ends there on its own.
@@ -29,19 +37,26 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from evalfarm.broker.session_client import (
+    FILE_MAX_BYTES,
     MAX_RUN_TIMEOUT_S,
     AsyncSession,
+    FileRefused,
+    SessionError,
+    SessionLost,
     SessionNotFound,
     SessionResult,
     SessionsFull,
     SessionSpec,
     SessionUnavailable,
+    checked_workspace,
+    upload_workspace_async,
 )
 from evalfarm.gateway.responses import JSONResponse
-from evalfarm.gateway.routing import Gateway, RequestError, json_error, read_body, route
+from evalfarm.gateway.routing import Gateway, RequestError, json_error, read_body, read_bytes, route
 from evalfarm.status import Status
 
 STATUSES = frozenset(status.value for status in Status)
+FILE_OPS = frozenset({"read", "write", "upload"})
 KNOWN_SESSIONS = 65536  # sessions whose host the gateway remembers (others: one more Redis read)
 
 
@@ -113,6 +128,34 @@ class Sessions:
         self.known.pop(session.id, None)
         await session.close()
 
+    async def ask(self, session: AsyncSession, call: Any, op: str = "run") -> Any:
+        """`await call` (a request of `session`'s: a run or a program, `op` "run", else a file's
+        `op`), its session errors as the HTTP statuses they are: 404 ended, 503 lost or failed, 400
+        malformed, 404 or 400 refused; counted in the gateway's metrics."""
+        try:
+            answer = await call
+        except SessionNotFound as error:
+            self.known.pop(session.id, None)
+            raise RequestError(404, str(error)) from None
+        except SessionLost as error:
+            self.known.pop(session.id, None)
+            self.gateway.metrics.sessions_lost.inc()
+            raise RequestError(503, str(error)) from None
+        except FileRefused as error:
+            self.gateway.metrics.session_files.labels(op, "refused").inc()
+            status = 404 if error.ename == "FileNotFoundError" else 400
+            raise FileError(status, str(error), error.ename) from None
+        except SessionError as error:
+            raise RequestError(503, str(error)) from None
+        except ValueError as error:
+            raise RequestError(400, str(error)) from None
+        if isinstance(answer, SessionResult):
+            label = answer.status if answer.status in STATUSES else "other"
+            self.gateway.metrics.session_runs.labels(label).inc()
+        elif op in FILE_OPS:
+            self.gateway.metrics.session_files.labels(op, "ok").inc()
+        return answer
+
     def _remember(self, session: AsyncSession) -> None:
         self.known[session.id] = session
         self.known.move_to_end(session.id)
@@ -139,9 +182,60 @@ async def close(request: Request, gateway: Gateway) -> Response:
     return Response(status_code=204)
 
 
+class FileError(RequestError):
+    """A file request the session refused, with the error's Python name."""
+
+    def __init__(self, status: int, message: str, ename: str) -> None:
+        super().__init__(status, message)
+        self.ename = ename
+
+
+async def read_file(request: Request, gateway: Gateway) -> Response:
+    session = await gateway.sessions.find(request.path_params["session_id"])
+    content = await gateway.sessions.ask(session, session.read_file(_path(request)), "read")
+    return Response(content, media_type="application/octet-stream")
+
+
+async def write_file(request: Request, gateway: Gateway) -> Response:
+    path = _path(request)
+    content = await read_bytes(request, FILE_MAX_BYTES)
+    session = await gateway.sessions.find(request.path_params["session_id"])
+    if request.query_params.get("archive", "").lower() in ("1", "true", "tar", "zip"):
+        report = await gateway.sessions.ask(session, session.upload(path, content), "upload")
+        return JSONResponse({"members": report.get("members"), "bytes": report.get("bytes")})
+    await gateway.sessions.ask(session, session.write_file(path, content), "write")
+    return JSONResponse({"bytes": len(content)})
+
+
+async def upload_workspace(request: Request, gateway: Gateway) -> Response:
+    """Keep the body (a tar or zip) as a workspace, once it is checked to unpack whole."""
+    import asyncio
+
+    data = await read_bytes(request, gateway.settings.gateway_max_workspace_bytes)
+    try:
+        held = await asyncio.to_thread(checked_workspace, data)
+    except ValueError as error:
+        gateway.metrics.session_files.labels("workspace", "refused").inc()
+        raise RequestError(400, f"the workspace was refused: {error}") from None
+    gateway.metrics.session_files.labels("workspace", "ok").inc()
+    identity = await upload_workspace_async(gateway.farm.redis, data)
+    return JSONResponse(
+        {"workspace_id": identity, "members": held.members, "bytes": held.bytes}, status_code=201
+    )
+
+
+def _path(request: Request) -> str:
+    path = request.query_params.get("path")
+    if not path:
+        raise RequestError(400, "the query must name the file: ?path=...")
+    return path
+
+
 def retry_after(error: RequestError) -> Response:
     """The native error shape, with `Retry-After` (whole seconds) where the error has one."""
     answer = json_error(error)
+    if isinstance(error, FileError):
+        answer = JSONResponse({"error": error.message, "ename": error.ename}, status_code=error.status)
     if error.retry_after_s is not None:
         answer.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_s)))
     return answer
@@ -153,4 +247,7 @@ def routes(gateway: Gateway) -> list[Route]:
         route("/v1/sessions", open_session, gateway, retry_after, ["POST"]),
         route("/v1/sessions/{session_id}/run", run, gateway, retry_after, ["POST"]),
         route("/v1/sessions/{session_id}", close, gateway, retry_after, ["DELETE"]),
+        route("/v1/sessions/{session_id}/files", read_file, gateway, retry_after, ["GET"]),
+        route("/v1/sessions/{session_id}/files", write_file, gateway, retry_after, ["PUT"]),
+        route("/v1/workspaces", upload_workspace, gateway, retry_after, ["POST"]),
     ]

@@ -21,7 +21,14 @@ Descriptors of a run (the server puts them in place; `plan["fds"]` says which ex
 Modes (`plan["mode"]`): `program` (run it), `call` (run it, then make the one call of its payload),
 `serve` (run it, then answer calls until they end), `judge_host` (the long-lived process that runs
 trusted judges, `sandbox._judge_host`), `session` (a long-lived interpreter running cells,
-`sandbox._session_child`), `compile` (a compiler on the payload's source).
+`sandbox._session_child`), `shell` (a session's bash shells, `sandbox._shell_child`), `compile` (a
+compiler on the payload's source).
+
+A session may have a workspace (`plan["workspace_fd"]`: a directory of the node's, opened by its
+manager): it is mounted at /workspace as an overlay, the directory its read-only lower layer and
+the session's own tmpfs its upper one, so every session of a group reads the same files and writes
+its own copy of what it changes, within its disk cap. The upper layer's tmpfs is /tmp's too, and is
+reachable only through the two mounts.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import json
 import os
 import resource
 import signal
+import stat
 import sys
 from typing import Any, NoReturn
 
@@ -77,6 +85,10 @@ def child_main(plan: dict[str, Any], fds: dict[int, int]) -> NoReturn:
             from evalfarm.sandbox import _session_child
 
             _session_child.serve()
+        if mode == "shell":
+            from evalfarm.sandbox import _shell_child
+
+            _shell_child.serve()
         header, blobs = _payload.unpack(_payload.read_fd(PAYLOAD_FD))
         os.close(PAYLOAD_FD)
     except BaseException as error:
@@ -106,7 +118,9 @@ def _enter(plan: dict[str, Any], fds: dict[int, int]) -> None:
     _linux.set_no_new_privs()
     if plan["landlock_abi"]:
         # Built per run: a rule holds an inode, and each run's /tmp is a new tmpfs.
-        ruleset = _landlock.ruleset(plan["landlock_abi"])
+        ruleset = _landlock.ruleset(
+            plan["landlock_abi"], tuple(plan.get("writable", _landlock.WRITABLE_DIRS))
+        )
         _landlock.restrict_self(ruleset)
         os.close(ruleset)
     _set_limits(plan["limits"])
@@ -137,9 +151,85 @@ def place_fds(fds: dict[int, int], max_fd: int) -> None:
 
 def _mount_run_filesystems(plan: dict[str, Any]) -> None:
     _linux.mount("proc", "/proc", "proc", _linux.MS_NOSUID | _linux.MS_NODEV | _linux.MS_NOEXEC)
+    if plan.get("workspace_fd") is not None:
+        _mount_workspace(plan)
+    elif plan["user_namespace"]:
+        _linux.umount2(_rootfs.HOST_PROC, _linux.MNT_DETACH)
+    if plan.get("workspace_fd") is None:
+        _linux.mount("tmpfs", "/tmp", "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV, tmpfs_options(plan))
+
+
+def _mount_workspace(plan: dict[str, Any]) -> None:
+    """/tmp and /workspace on one tmpfs, put up at a staging place then detached from it, so only
+    the two mounts reach it: /tmp its `tmp` directory; /workspace an overlay whose lower layer is
+    the workspace (a detached mount the manager cloned: read-only, shared by every session of the
+    group) and whose upper layer is the tmpfs's `upper` (this session's writes), or, where the
+    manager could not clone a mount (not root), `upper` with the workspace copied into it."""
+    staging, flags = _rootfs.STAGING_RUN, _linux.MS_NOSUID | _linux.MS_NODEV
+    _linux.mount("tmpfs", staging, "tmpfs", flags, tmpfs_options(plan).replace("mode=0700", "mode=0755"))
+    uid = plan["uid"]
+    for name, mode in (("tmp", 0o700), ("upper", 0o755), ("work", 0o700), ("lower", 0o755)):
+        os.mkdir(f"{staging}/{name}", mode)
+        if uid is not None and name in ("tmp", "upper"):
+            os.chown(f"{staging}/{name}", uid, uid)
+    if plan.get("workspace_mode") == "overlay":
+        _linux.attach_tree(plan["workspace_fd"], f"{staging}/lower")
+        options = f"lowerdir={staging}/lower,upperdir={staging}/upper,workdir={staging}/work"
+        if plan["user_namespace"]:
+            options += ",userxattr"
+        _linux.mount("overlay", _rootfs.WORKSPACE, "overlay", flags, options)
+    else:
+        target = os.open(f"{staging}/upper", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            copy_tree(plan["workspace_fd"], target, uid)
+        finally:
+            os.close(target)
+        _linux.mount(f"{staging}/upper", _rootfs.WORKSPACE, None, _linux.MS_BIND)
+    _linux.mount(f"{staging}/tmp", "/tmp", None, _linux.MS_BIND)
+    _linux.umount2(staging, _linux.MNT_DETACH)
     if plan["user_namespace"]:
         _linux.umount2(_rootfs.HOST_PROC, _linux.MNT_DETACH)
-    _linux.mount("tmpfs", "/tmp", "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV, tmpfs_options(plan))
+
+
+def copy_tree(source: int, target: int, uid: int | None) -> None:
+    """Copy the directory open as `source` into the one open as `target`: files, directories and
+    links as they are (a link is copied, never followed), owned by `uid` where given."""
+    for entry in os.scandir(source):
+        facts = entry.stat(follow_symlinks=False)
+        if stat.S_ISLNK(facts.st_mode):
+            os.symlink(os.readlink(entry.name, dir_fd=source), entry.name, dir_fd=target)
+        elif stat.S_ISDIR(facts.st_mode):
+            os.mkdir(entry.name, 0o755, dir_fd=target)
+            inner = os.open(
+                entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=source
+            )
+            into = os.open(
+                entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=target
+            )
+            try:
+                copy_tree(inner, into, uid)
+            finally:
+                os.close(inner)
+                os.close(into)
+        elif stat.S_ISREG(facts.st_mode):
+            _copy_file(source, target, entry.name, facts.st_mode & 0o755)
+        else:
+            continue
+        if uid is not None:
+            os.chown(entry.name, uid, uid, dir_fd=target, follow_symlinks=False)
+
+
+def _copy_file(source: int, target: int, name: str, mode: int) -> None:
+    reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=source)
+    writer = os.open(
+        name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=target
+    )
+    try:
+        while os.sendfile(writer, reader, None, 1 << 24):
+            pass
+    finally:
+        os.close(reader)
+        os.close(writer)
 
 
 def tmpfs_options(plan: dict[str, Any]) -> str:

@@ -60,6 +60,12 @@ _NR = {
 NR_LANDLOCK_CREATE_RULESET = 444
 NR_LANDLOCK_ADD_RULE = 445
 NR_LANDLOCK_RESTRICT_SELF = 446
+# The mount API's calls, numbered alike on every architecture too.
+NR_OPEN_TREE = 428
+NR_MOVE_MOUNT = 429
+OPEN_TREE_CLONE = 1
+AT_FDCWD = -100
+MOVE_MOUNT_F_EMPTY_PATH = 4
 
 
 def _check(result: int) -> int:
@@ -75,6 +81,17 @@ def syscall(name_or_nr: str | int, *args: int | bytes | ctypes.Array | None) -> 
     # Variadic: ints must be widened to long by hand or ctypes passes them as C int.
     widened = [ctypes.c_long(arg) if isinstance(arg, int) else arg for arg in args]
     return _check(_libc.syscall(ctypes.c_long(nr), *widened))
+
+
+def clone_tree(path: str) -> int:
+    """A detached copy of the mount at `path` (open_tree's OPEN_TREE_CLONE), as a descriptor that
+    another mount namespace may attach (`attach_tree`); needs CAP_SYS_ADMIN."""
+    return syscall(NR_OPEN_TREE, AT_FDCWD, path.encode(), OPEN_TREE_CLONE | os.O_CLOEXEC)
+
+
+def attach_tree(tree_fd: int, target: str) -> None:
+    """Attach a detached tree (`clone_tree`'s) at `target` in this mount namespace."""
+    syscall(NR_MOVE_MOUNT, tree_fd, b"", AT_FDCWD, target.encode(), MOVE_MOUNT_F_EMPTY_PATH)
 
 
 def unshare(flags: int) -> None:

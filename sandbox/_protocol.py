@@ -23,7 +23,10 @@ class Kind(enum.StrEnum):
     JUDGED = "judged"  # a candidate serving calls, and the judge that makes them (`judge`)
     INTERACTIVE = "interactive"  # a program and its interactor, each the other's stdin and stdout
     SESSION = "session"  # fork a session's interpreter, kept until its manager ends it
-    CELL = "cell"  # to a session's interpreter: run one cell
+    CELL = "cell"  # to a session: run one cell (Python) or command (in a named bash shell)
+    EXEC = "exec"  # to a shell session: run one program outside its shells
+    SHELL = "shell"  # to a shell session: open or close a named shell
+    FILE = "file"  # to a session: read, write or unpack its files
 
 
 class RequestHeader(TypedDict, total=False):
@@ -41,6 +44,8 @@ class RequestHeader(TypedDict, total=False):
     files: list[dict[str, Any]]  # a native run's files in its /tmp
     fetch: bool  # a Python run's: files come back (their names are in its payload)
     fds: list[str]  # the names of the descriptors sent with it (a session's cgroups', say)
+    session_kind: str  # a session's: "python" (an interpreter) or "bash" (shells)
+    workspace_mode: str  # a session's workspace: "overlay" (a cloned mount) or "copy" (a directory)
 
 
 class ProtocolError(Exception):

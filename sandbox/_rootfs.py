@@ -23,6 +23,10 @@ RELOCATED = "/.python"
 # own /tmp (a Python run asked to fetch a /mnt file creates the directory), private like /tmp.
 MNT = "/mnt"
 MNT_TARGET = "/tmp/.mnt"
+# A session's workspace (sandbox._child), and where its tmpfs is put up before it is split into
+# /tmp and /workspace's upper layer.
+WORKSPACE = "/workspace"
+STAGING_RUN = "/.staging"
 
 _SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/nsswitch.conf")
@@ -177,7 +181,7 @@ def _bind(root: str, source: str, target: str | None = None) -> None:
 
 def _make_run_dirs(root: str) -> None:
     """Where each run mounts its /proc and /tmp, and /mnt, a link into the run's /tmp."""
-    for directory in ("proc", "tmp"):
+    for directory in ("proc", "tmp", WORKSPACE[1:], STAGING_RUN[1:]):
         os.makedirs(f"{root}/{directory}", mode=0o755, exist_ok=True)
     if not os.path.lexists(f"{root}{MNT}"):
         os.symlink(MNT_TARGET, f"{root}{MNT}")

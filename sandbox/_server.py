@@ -43,6 +43,7 @@ from evalfarm.sandbox import (
     _rootfs,
     _seccomp,
     _session_child,  # noqa: F401 - preloaded: sessions run it
+    _shell_child,  # noqa: F401 - preloaded: shell sessions run it
     bridge,  # noqa: F401 - preloaded: runs that call or judge use it
     languages,
 )
@@ -236,14 +237,21 @@ class Server:
         return run.program(request["mode"], fds, request.get("reply_bytes", 0), bool(request.get("fetch")))
 
     def _session(self, request: RequestHeader, fds: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
-        """Fork a session's interpreter (`sandbox._session_child`) and hand back, unsupervised, its
-        channel and a pidfd: its manager (`sandbox.session_interpreter`) sends it cells and ends it.
-        It joins the cgroups whose `cgroup.procs` descriptors came with the request (the session's
-        own, so its memory and processes are capped across its whole life), else none."""
+        """Fork a session's interpreter (`sandbox._session_child`), or its shells' process
+        (`sandbox._shell_child`, `session_kind` "bash"), and hand back, unsupervised, its channel and
+        a pidfd: its manager (`sandbox.session_interpreter`) sends it cells and ends it. It joins the
+        cgroups whose `cgroup.procs` descriptors came with the request (the session's own, so its
+        memory and processes are capped across its whole life), else none; a `workspace` directory
+        sent with it is mounted at /workspace (see `sandbox._child`)."""
         ours, theirs = _protocol.channel_pair()
         stdio = _payload.empty_memfd("evalfarm-session-stdio")
-        plan = self.plan(dict(request["limits"], cpu_s=None), "session", cgroup=False)
+        mode = "shell" if request.get("session_kind") == "bash" else "session"
+        plan = self.plan(dict(request["limits"], cpu_s=None), mode, cgroup=False)
         plan["cgroup_fds"] = [fds[name] for name in sorted(fds) if name.startswith("cgroup")]
+        if "workspace" in fds:
+            plan["workspace_fd"] = fds["workspace"]
+            plan["workspace_mode"] = request.get("workspace_mode", "copy")
+            plan["writable"] = ("/tmp", _rootfs.WORKSPACE)
         try:
             member = self.fork("session", plan, {0: stdio, 1: stdio, 2: stdio, 3: theirs.fileno()})
         finally:

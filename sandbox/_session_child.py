@@ -10,6 +10,13 @@ cell's value (unless None, or the cell ends with `;`). Then the report goes on t
 the pipe is closed: a report for a later cell needs that cell's pipe, which no code holds before
 the cell starts.
 
+Figures are shown as a notebook's inline backend shows them: matplotlib, when a cell imports it,
+draws with a backend of this module's (`plt.show()` puts each open figure in the cell's display, as
+`image/png` beside its `text/plain`), and what a cell leaves open is shown at its end and closed.
+The display (a list of MIME bundles, as Jupyter's `display_data`) goes in a memfd the manager reads.
+Between cells the process also reads, writes and unpacks the session's files for its manager
+(`sandbox._session_files`).
+
 Nothing here is a verdict: whether a cell ran out of time or memory, or killed its interpreter, is
 the manager's to see from outside (`sandbox.session_interpreter`). The report says only what the cell did in
 the process it owns: its value, or the exception it raised.
@@ -28,13 +35,28 @@ import sys
 import types
 from typing import Any, NoReturn
 
-from evalfarm.sandbox import _payload, _protocol
+from evalfarm.sandbox import _payload, _protocol, _session_files
 
 CONTROL_FD = 3
 MAX_VALUE_CHARS = 64 << 10  # a value's repr past this is cut (the manager caps the report too)
 # A report's line is cut to fit this, well under what the manager keeps (sandbox.session_interpreter'
 # MAX_REPORT_BYTES): a repr of 64 Ki characters escaped as JSON may be six or twelve times longer.
 MAX_REPORT_BYTES = 128 << 10
+MAX_DISPLAY_BYTES = 8 << 20  # a cell's figures, in all (the manager reads no more)
+# matplotlib's backend in a session (MPLBACKEND=module://...): the figures a cell shows are its display.
+BACKEND = "evalfarm_inline_backend"
+_BACKEND_SOURCE = """
+from matplotlib.backend_bases import FigureManagerBase as FigureManager
+from matplotlib.backends.backend_agg import FigureCanvasAgg as FigureCanvas
+
+
+def show(*args, **kwargs):
+    import sys
+
+    sys.modules["evalfarm.sandbox._session_child"].show_figures()
+"""
+_display: list[dict[str, str]] = []  # the running cell's display so far
+_display_bytes = 0
 
 
 def serve() -> NoReturn:
@@ -46,15 +68,23 @@ def serve() -> NoReturn:
     sys.argv = [""]
     quiet = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)  # stdio between cells
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ["MPLBACKEND"] = f"module://{BACKEND}"
+    sys.meta_path.insert(0, _Backend)
+    os.chdir(_session_files.home())
     _protocol.send(channel, {"ready": True})
     count = 0
     while True:
         try:
-            _, fds = _protocol.recv(channel)  # a cell: its descriptors are all it is
+            header, fds = _protocol.recv(channel)
         except (_protocol.ProtocolError, OSError):
             os._exit(0)
+        if header.get("kind") == "file":
+            _write_report(fds[-1], _session_files.handle(header, fds))
+            for fd in fds:
+                os.close(fd)
+            continue
         count += 1
-        code_fd, stdin_fd, stdout_fd, stderr_fd, report_fd = fds
+        code_fd, stdin_fd, stdout_fd, stderr_fd, report_fd, *display_fd = fds
         code = _payload.read_fd(code_fd)
         os.close(code_fd)
         _attach_stdio(stdin_fd, stdout_fd, stderr_fd)
@@ -63,18 +93,36 @@ def serve() -> NoReturn:
         report = run_cell(code, main.__dict__, f"<cell {count}>")
         _flush()
         _attach_stdio(quiet, quiet, quiet)
+        for fd in display_fd:
+            _write_display(fd)
+            os.close(fd)
         _write_report(report_fd, report)
 
 
 def run_cell(code: bytes, namespace: dict[str, Any], name: str) -> dict[str, Any]:
     """Run one cell in `namespace`; its report: `value` (the repr of its last expression, or None)
-    or `error` ({ename, evalue, traceback}, the traceback printed on stderr too), or `interrupted`."""
+    or `error` ({ename, evalue, traceback}, the traceback printed on stderr too), or `interrupted`.
+    The figures it leaves open are shown (its display) and closed."""
+    global _display_bytes
+    _display.clear()
+    _display_bytes = 0
+    report = _run(code, namespace, name)
+    try:
+        show_figures()
+    except BaseException:  # a figure the cell broke: its own, and nothing to show
+        pass
+    return report
+
+
+def _run(code: bytes, namespace: dict[str, Any], name: str) -> dict[str, Any]:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the manager's interrupt, at a timeout
     try:
         body, last = _split(code, name)
         exec(body, namespace)
         value = eval(last, namespace) if last is not None else None
         shown = None if value is None else _repr(value)
+        if shown is not None:
+            _show_rich(value, shown)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _print_exception(sys.exc_info()[1])
@@ -85,6 +133,94 @@ def run_cell(code: bytes, namespace: dict[str, Any], name: str) -> dict[str, Any
         return {"error": {"ename": type(error).__name__, "evalue": _text(error), "traceback": lines}}
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     return {"value": shown}
+
+
+def show_figures() -> None:
+    """Each figure matplotlib has open, into the cell's display (a PNG, and its repr), then closed:
+    what a notebook's inline backend does at `plt.show()` and at a cell's end."""
+    global _display_bytes
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return
+    import base64
+
+    for number in pyplot.get_fignums():
+        figure = pyplot.figure(number)
+        image = io.BytesIO()
+        figure.savefig(image, format="png", bbox_inches="tight")
+        encoded = base64.b64encode(image.getvalue()).decode()
+        if _display_bytes + len(encoded) <= MAX_DISPLAY_BYTES:
+            _display.append({"image/png": encoded, "text/plain": _repr(figure)})
+            _display_bytes += len(encoded)
+    pyplot.close("all")
+
+
+# What a value may show beyond its repr, as IPython's display formatter asks it (the `_repr_*_` methods).
+RICH_REPRS = (
+    ("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"), ("text/latex", "_repr_latex_"),
+    ("image/svg+xml", "_repr_svg_"), ("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"),
+    ("application/json", "_repr_json_"),
+)  # fmt: skip
+
+
+def _show_rich(value: Any, shown: str) -> None:
+    """The last expression's value as a notebook shows it, where it has more than its repr (a
+    DataFrame's HTML, an image): one MIME bundle in the cell's display, its repr as `text/plain`."""
+    global _display_bytes
+    bundle: dict[str, str] = {}
+    for mime, method in RICH_REPRS:
+        shower = getattr(type(value), method, None)
+        if shower is None:
+            continue
+        try:
+            data = shower(value)
+        except Exception:  # a formatter that fails shows nothing, as IPython's do
+            continue
+        if isinstance(data, bytes):
+            import base64
+
+            data = base64.b64encode(data).decode()
+        elif mime == "application/json" and data is not None:
+            data = json.dumps(data)
+        if isinstance(data, str):
+            bundle[mime] = data
+    size = sum(len(data) for data in bundle.values())
+    if bundle and _display_bytes + size <= MAX_DISPLAY_BYTES:
+        _display.append({**bundle, "text/plain": shown})
+        _display_bytes += size
+
+
+class _Backend:
+    """Finds the session's matplotlib backend (a module made here from its source: no file of the
+    farm's is in the session's view)."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+        if name != BACKEND:
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_loader(name, _Backend)  # type: ignore[arg-type]
+
+    @staticmethod
+    def create_module(spec: Any) -> None:
+        return None
+
+    @staticmethod
+    def exec_module(module: types.ModuleType) -> None:
+        exec(compile(_BACKEND_SOURCE, BACKEND, "exec"), module.__dict__)
+
+
+def _write_display(fd: int) -> None:
+    """The cell's display, as JSON, into the manager's memfd (the manager reads what fits its cap)."""
+    if not _display:
+        return
+    try:
+        data = memoryview(json.dumps(_display).encode())
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        pass
 
 
 def _split(code: bytes, name: str) -> tuple[types.CodeType, types.CodeType | None]:

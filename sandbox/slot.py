@@ -282,18 +282,32 @@ class Sandbox:
         )
 
     def open_session(
-        self, limits: Limits, cgroup_procs: list[int] | tuple[int, ...] = ()
+        self,
+        limits: Limits,
+        cgroup_procs: list[int] | tuple[int, ...] = (),
+        kind: str = "python",
+        workspace_fd: int | None = None,
+        workspace_mode: str = "copy",
     ) -> tuple[socket.socket, int]:
         """Fork a session's interpreter (`sandbox.session_interpreter.Interpreter` drives it) on the slot's
         extended server (numpy already in memory, shared with every session): its channel and a
         pidfd. `cgroup_procs`: `cgroup.procs` descriptors of the session's own cgroups, which it
-        joins. A server lost under the request is started again once; then SandboxError.
+        joins. `kind` "bash": a process holding bash shells instead of a Python interpreter.
+        `workspace_fd`: what the session finds at /workspace, each session writing its own copy:
+        a detached mount (`workspace_mode` "overlay": the lower layer of an overlay) or a
+        directory ("copy": copied into the session's tmpfs). A server lost under the request is
+        started again once; then SandboxError.
 
         Call it from a thread that outlives the sessions: the server may be started by this call,
         and a fork server (with its sessions) dies with the thread that started it."""
         names = [f"cgroup{index}" for index in range(len(cgroup_procs))]
+        sent = list(cgroup_procs)
+        if workspace_fd is not None:
+            names.append("workspace")
+            sent.append(workspace_fd)
         header: _protocol.RequestHeader = {
-            "kind": _protocol.Kind.SESSION, "limits": limits.to_dict(), "fds": names
+            "kind": _protocol.Kind.SESSION, "limits": limits.to_dict(), "fds": names, "session_kind": kind,
+            "workspace_mode": workspace_mode,
         }  # fmt: skip
         with self._lock:
             for attempt in (1, 2):
@@ -304,7 +318,7 @@ class Sandbox:
                     server.start()
                     assert server.channel is not None
                     server.channel.settimeout(self.config.start_timeout_s)
-                    _protocol.send(server.channel, header, list(cgroup_procs))
+                    _protocol.send(server.channel, header, sent)
                     reply, fds = _protocol.recv(server.channel)
                 except (OSError, _protocol.ProtocolError, SandboxError) as error:
                     server.stop()

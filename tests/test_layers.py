@@ -23,6 +23,7 @@ ROOMS = ("sandbox", "envs", "tasks", "broker", "gateway", "trainers", "workers")
 # Modules any room may read: plain data and rules, importing nothing of the farm but each other. The
 # contract's own (the statuses, the limits, the result type) are the package's, beside its rooms.
 LEAVES = {
+    "evalfarm.archive",
     "evalfarm.status",
     "evalfarm.limits",
     "evalfarm.result",

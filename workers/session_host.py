@@ -7,7 +7,10 @@ reach it through Redis (`broker.session_client`): the host consumes its own requ
 record says which host holds it. Each host incarnation has a fresh id, so a session can never be
 answered by an interpreter that does not hold its state: a restarted host knows none of the old ids.
 
-Every session has a thread here that runs its requests in the order they arrived. Idle sessions
+A session is a Python interpreter or (`kind` "bash") bash shells, and may start from a workspace
+(`workers.workspaces`: an uploaded archive unpacked once on the node and shared by its sessions).
+Every session has a thread here that runs its requests in the order they arrived (runs, programs,
+file and shell requests). Idle sessions
 (no cell for `ttl_s`) and old ones (`lifetime_s`) are ended and their slot freed; a host that stops
 ends all of its sessions. Sessions take at most `session_cpu_share` of the node's cores together
 (a CPU quota on their parent cgroup) and `sessions` is their number: batch scoring keeps the rest.
@@ -15,6 +18,7 @@ ends all of its sessions. Sessions take at most `session_cpu_share` of the node'
 
 from __future__ import annotations
 
+import base64
 import collections
 import contextlib
 import dataclasses
@@ -37,6 +41,13 @@ from evalfarm.broker.settings import WorkerSettings
 log = logging.getLogger(__name__)
 
 REPLY_TTL_S = 60
+KINDS = ("python", "bash")  # what a session may be: its metrics' `language` label
+# Installed packages a session's Python may import beyond numpy: matplotlib and what it imports, so
+# that a notebook's figures draw (each is seen only where installed).
+SESSION_PACKAGES = (
+    "matplotlib", "mpl_toolkits", "PIL", "pillow", "contourpy", "cycler", "fontTools", "fonttools",
+    "kiwisolver", "packaging", "pyparsing", "dateutil", "python_dateutil", "six",
+)  # fmt: skip
 ENDED_KEPT = 10_000  # ended sessions whose reason the host still gives, should a run race the record
 ENDED_RECORD_S = 600  # how long an ended session's record says why, before it is simply unknown
 
@@ -55,7 +66,7 @@ class SessionHost:
         self.redis = redis_client(
             str(settings.broker_url), settings, socket_timeout=30, socket_keepalive=True
         )
-        self.sandbox = Sandbox(slot, sandbox_config(), cpus)
+        self.sandbox = Sandbox(slot, sandbox_config(packages=SESSION_PACKAGES), cpus)
         self.cgroup_parent = f"evalfarm-sessions-{os.getpid()}"
         self.sessions: dict[str, _Session] = {}
         self.lock = threading.Lock()
@@ -65,8 +76,9 @@ class SessionHost:
         self.starting: queue.Queue[tuple[_Session, str] | None] = queue.Queue()
         self.ended: collections.OrderedDict[str, str] = collections.OrderedDict()  # id -> why, lately
         self.cpu = "off (sessions share the node's cores)"
-        self.metrics = _metrics()
+        self.metrics = {kind: _metrics(kind) for kind in KINDS}
         self.capacity, self.output_cap = output_budget(settings.session_output_mb << 20, settings.sessions)
+        self.workspaces = _workspaces(self.redis, settings)
 
     # -- life -------------------------------------------------------------------------------
 
@@ -115,6 +127,7 @@ class SessionHost:
         except Exception as error:  # its advertisement expires anyway
             log.debug("could not withdraw %s: %s", self.host_id, error)
         self.sandbox.close()
+        self.workspaces.close()
 
     def _cores(self) -> int:
         return len(self.sandbox.cpus or os.sched_getaffinity(0))
@@ -155,7 +168,8 @@ class SessionHost:
         with self.lock:
             open_now = len(self.sessions)
             records = list(self.sessions.values())
-        advert = {"queue": self.queue, "capacity": self.capacity, "open": open_now}
+        by_kind = {kind: sum(1 for session in records if session.spec.kind == kind) for kind in KINDS}
+        advert = {"queue": self.queue, "capacity": self.capacity, "open": open_now, "kinds": by_kind}
         ttl_ms = int(self.settings.node_dead_after_s * 1000)
         with self.redis.pipeline() as pipe:
             pipe.set(keys.SESSION_HOST_PREFIX + self.host_id, json.dumps(advert), px=ttl_ms)
@@ -163,7 +177,8 @@ class SessionHost:
             for session in records:  # a live session's record outlives its idle time
                 pipe.set(keys.session_key(session.id), session.record(), px=session.record_ttl_ms())
             pipe.execute()
-        self.metrics["open"].set(open_now)
+        for kind, count in by_kind.items():
+            self.metrics[kind]["open"].set(count)
 
     def _expire(self) -> None:
         """End sessions idle past their ttl, older than their lifetime, or whose interpreter died."""
@@ -234,6 +249,7 @@ class SessionHost:
                 self.redis.delete(keys.session_key(session.id))
             else:
                 self.redis.set(keys.session_key(session.id), json.dumps({"ended": reason}), ex=ENDED_RECORD_S)
+            self._advertise()  # its place is free now, not at the next beat
         except Exception as error:  # the record expires on its own
             log.debug("could not record the end of session %s: %s", session.id, error)
 
@@ -247,6 +263,8 @@ class _Session:
         self.spec = spec
         self.opened = self.used = time.monotonic()
         self.interpreter: Any = None
+        self.metrics = host.metrics[spec.kind]
+        self.workspace: str | None = None  # the workspace it holds, until it ends
         self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
         self.thread = threading.Thread(target=self._serve, name="evalfarm-session", daemon=True)
 
@@ -299,8 +317,10 @@ class _Session:
     def _handle(self, request: dict[str, Any]) -> bool:
         """Serve one request; whether the session lives on."""
         op = request["op"]
-        if op == "run":
+        if op in ("run", "exec"):
             self._run(request)
+        elif op in ("file", "shell"):
+            self._other(request)
         elif op == "close":
             self.end("closed")
             self.host.answer(str(request["reply"]), {"closed": True})
@@ -325,37 +345,142 @@ class _Session:
                 f" sessions: {host.output_cap} bytes per stream each, less than the session's output_bytes"
             )
         try:
-            self.interpreter = Interpreter.start(host.sandbox, limits, name, note)
+            workspace = self._workspace()
+        except (LookupError, ValueError) as error:  # unknown, or an archive the node cannot take
+            host.forget(self, "closed")
+            host.answer(reply, {"invalid": str(error)})
+            return False
+        try:
+            self.interpreter = Interpreter.start(host.sandbox, limits, name, note, self.spec.kind, workspace)
+            if self.spec.kind == "bash" and self.spec.shell:
+                opened = self.interpreter.open_shell("default", vital=True)
+                if "opened" not in opened:
+                    raise SandboxError(f"the session's shell did not start: {opened}")
         except SandboxError as error:
             log.warning("session host %s: a session did not start: %s", host.host_id, error)
+            self._drop()
             host.forget(self, "closed")
             host.answer(reply, {"failed": str(error)})
             return False
         self.used = time.monotonic()
         host.redis.set(keys.session_key(self.id), self.record(), px=self.record_ttl_ms())
-        host.metrics["opened"].inc()
+        self.metrics["opened"].inc()
         host.answer(reply, {"opened": True, "host": host.host_id})
         return True
+
+    def _workspace(self) -> str | None:
+        """The unpacked tree of the session's workspace, if it has one (held until it ends)."""
+        if self.spec.workspace is None:
+            return None
+        host = self.host
+        path = host.workspaces.acquire(self.spec.workspace, host.sandbox.uid)
+        self.workspace = self.spec.workspace
+        return path
+
+    def _drop(self) -> None:
+        """Let go of what the session held: its interpreter, its workspace."""
+        if self.interpreter is not None:
+            self.interpreter.close("closed")
+            self.interpreter = None
+        if self.workspace is not None:
+            self.host.workspaces.release(self.workspace)
+            self.workspace = None
 
     def _run(self, request: dict[str, Any]) -> None:
         started = time.monotonic()
         self.used = started
-        result = self.interpreter.run(
-            str(request.get("code", "")).encode(),
-            str(request.get("stdin") or "").encode(),
-            self.spec.run_timeout(request.get("timeout_s")),
-        )
+        timeout_s = self.spec.run_timeout(request.get("timeout_s"))
+        if self.spec.kind != "bash" and request["op"] == "exec":
+            self.host.answer(
+                str(request["reply"]), {"invalid": "a Python session runs no programs: use kind bash"}
+            )
+            return
+        if request["op"] == "exec":
+            result = self.interpreter.execute(_spec(request.get("spec")), timeout_s)
+        else:
+            result = self.interpreter.run(
+                str(request.get("code", "")).encode(),
+                str(request.get("stdin") or "").encode(),
+                timeout_s,
+                shell=request.get("shell") or None,
+                merge=bool(request.get("merge")),
+                check_syntax=bool(request.get("check_syntax")),
+            )
         self.used = time.monotonic()
-        self.host.metrics["run"].observe(self.used - started)
+        self.metrics["run"].observe(self.used - started)
         self.host.answer(str(request["reply"]), {"result": result.to_dict()})
+
+    def _other(self, request: dict[str, Any]) -> None:
+        """A file request (read, write, upload), or a shell opened or closed: the session's report."""
+        self.used = time.monotonic()
+        reply = str(request["reply"])
+        if request["op"] == "shell":
+            if self.spec.kind != "bash":
+                self.host.answer(reply, {"invalid": "a Python session has no shells: use kind bash"})
+                return
+            header = {"kind": "shell", "op": request.get("shell_op"), "name": str(request.get("name", ""))}
+            report, _ = self.interpreter.request(header)
+            self.host.answer(reply, {"report": report})
+            return
+        try:
+            header, content = _file_request(request, self.spec.limits)
+        except ValueError as error:
+            self.host.answer(reply, {"invalid": str(error)})
+            return
+        report, data = self.interpreter.request(header, content, want=header["op"] == "read")
+        answer: dict[str, Any] = {"report": report}
+        if data:
+            answer["content"] = base64.b64encode(data).decode()
+        self.host.answer(reply, answer)
 
     def end(self, reason: str) -> None:
         """End the interpreter and free the session's place."""
         if self.interpreter is not None:
             self.interpreter.close(reason)
+            self.interpreter = None
+        self._drop()
         self.host.forget(self, reason)
         counter = {"expired": "expired", "lifetime": "expired", "closed": "closed"}.get(reason, "ended")
-        self.host.metrics[counter].inc()
+        self.metrics[counter].inc()
+
+
+def _spec(given: Any) -> dict[str, Any]:
+    """A program's spec for `exec` (`command`, `env`, `cwd`, `merge`), as plain values."""
+    spec = given if isinstance(given, dict) else {}
+    command = spec.get("command")
+    if not isinstance(command, str):
+        command = [str(arg) for arg in command] if isinstance(command, list) else []
+    env = spec.get("env")
+    return {
+        "command": command,
+        "env": {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else None,
+        "cwd": str(spec["cwd"]) if spec.get("cwd") else None,
+        "merge": bool(spec.get("merge")),
+    }
+
+
+def _file_request(request: dict[str, Any], limits: Any) -> tuple[dict[str, Any], bytes]:
+    """A file request's header for the session, and the content it carries; ValueError when malformed."""
+    from evalfarm.broker.session_client import FILE_MAX_BYTES
+
+    op = request.get("file_op")
+    if op not in ("read", "write", "upload"):
+        raise ValueError(f"unknown file operation {op!r}")
+    header = {"kind": "file", "op": op, "path": str(request.get("path", ""))}
+    if op == "read":
+        header["max_bytes"] = min(int(request.get("max_bytes") or FILE_MAX_BYTES), FILE_MAX_BYTES)
+        return header, b""
+    content = base64.b64decode(str(request.get("content") or ""), validate=True)
+    if op == "upload":  # what its disk could hold, at most
+        header.update(max_bytes=limits.workdir_mb << 20, max_members=100_000)
+    return header, content
+
+
+def _workspaces(redis: Any, settings: WorkerSettings) -> Any:
+    from evalfarm import archive
+    from evalfarm.workers.workspaces import Workspaces
+
+    return Workspaces(redis, archive.Caps(max_bytes=settings.session_workspace_mb << 20, max_members=200_000))
 
 
 def output_budget(budget_bytes: int, sessions: int) -> tuple[int, int]:
@@ -380,7 +505,7 @@ def _raise_open_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def _metrics() -> dict[str, Any]:
+def _metrics(kind: str) -> dict[str, Any]:
     from evalfarm.workers.metrics import instruments
 
     metrics = {
@@ -391,7 +516,7 @@ def _metrics() -> dict[str, Any]:
         "ended": instruments.SESSIONS_ENDED,
         "run": instruments.SESSION_RUN_DURATION,
     }
-    return {name: metric.labels("python") for name, metric in metrics.items()}  # the one language yet
+    return {name: metric.labels(kind) for name, metric in metrics.items()}
 
 
 # -- the host as a child process of a node ------------------------------------------------------
