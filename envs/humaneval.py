@@ -49,18 +49,19 @@ from evalfarm.status import Status
 MAX_PART_CHARS = 256 << 10  # each of prompt, completion, test
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
-# The judge's program (sandbox._child's judge mode gives it JUDGE_DATA, candidate and report).
+# The judge's program (sandbox._judge_host gives it JUDGE_DATA, candidate, report and compile_once).
 JUDGE = r'''
 import json
 from evalfarm.sandbox.bridge import CandidateGone, JudgeError, describe
 
 
 def prompt_code(prompt):
-    """The prompt compiled on its own; one that ends at a signature gets a body to end it."""
+    """The prompt compiled on its own; one that ends at a signature gets a body to end it. Compiled
+    once per problem (`compile_once`: the judge host's, kept for the problem's next jobs)."""
     try:
-        return compile(prompt, "prompt.py", "exec")
+        return compile_once(prompt, "prompt.py")
     except SyntaxError:
-        return compile(prompt + "    pass\n", "prompt.py", "exec")
+        return compile_once(prompt + "    pass\n", "prompt.py")
 
 
 def judge(data):
@@ -72,7 +73,7 @@ def judge(data):
     entry = candidate.function(data["entry_point"])
     namespace[data["entry_point"]] = entry
     try:
-        exec(compile(data["test"], "test.py", "exec"), namespace)
+        exec(compile_once(data["test"], "test.py"), namespace)
         check = namespace["check"]
     except BaseException as error:
         return {"status": "judge_error", "error": f"the test does not run: {describe(error)}"}

@@ -7,7 +7,8 @@ a judge itself, and never reads a job's bytes (its children read their own paylo
 
 One judge serves the jobs of one problem: jobs arrive with a key (a hash of the judge's program and
 data, the candidate's answer excepted), and a judge takes every consecutive job of its key, a fresh
-namespace each time; a job of another key gets a freshly forked judge. So what one problem's test
+namespace each time; a job of another key gets a freshly forked judge (forked ahead, after the host's
+last reply: it has run nothing and holds nothing when its first job comes). So what one problem's test
 does to its process (a patched module, a seeded random, a thread) can reach only jobs of the same
 problem, which its own test judges anyway, and no problem's test ever sees another's data. GRPO sends
 a problem's completions together: they share one judge. A judge that fails retires.
@@ -35,10 +36,12 @@ CONTROL_FD = 3
 
 
 def serve() -> NoReturn:
-    """Pass each job to the judge of its key (forked when there is none) until the channel closes."""
+    """Pass each job to the judge of its key until the channel closes. A judge for the next new key
+    is forked ahead, once a reply is sent: a job of a new problem finds one waiting."""
     channel = socket.socket(fileno=CONTROL_FD)
     _protocol.send(channel, {"ready": True})
     judge: _Judge | None = None
+    spare: _Judge | None = _Judge()
     while True:
         try:
             request, fds = _protocol.recv(channel)
@@ -48,7 +51,8 @@ def serve() -> NoReturn:
         if judge is None or judge.key != request["key"]:
             if judge is not None:
                 judge.stop()
-            judge = _Judge(request["key"])
+            judge, spare = spare or _Judge(), None
+            judge.key = request["key"]
         reply = judge.run(request, fds)
         if reply is None:  # it died: how, and its CPU time, are the kernel's to say
             reply = judge.reap()
@@ -57,13 +61,15 @@ def serve() -> NoReturn:
             judge.stop()
             judge = None
         _protocol.send(channel, reply)
+        if spare is None:
+            spare = _Judge()
 
 
 class _Judge:
     """A forked judge, serving the jobs of one key over a channel of its own."""
 
-    def __init__(self, key: str) -> None:
-        self.key = key
+    def __init__(self) -> None:
+        self.key: str | None = None  # the key of its first job, and so of all its jobs
         ours, theirs = _protocol.channel_pair()
         self.pid = os.fork()
         if self.pid == 0:
@@ -124,9 +130,13 @@ def _serve_jobs(channel: socket.socket) -> NoReturn:
         except (_protocol.ProtocolError, OSError):
             os._exit(0)
         job = dict(zip(request["fds"], fds, strict=True))
+        received = time.monotonic()
         started = time.process_time()
         with _Output(job["output"]):
             clean = _judge(request, job)
+        if request.get("trace"):  # for a profile: when the judge had the job, and was done with it
+            stamps = {"judge_received": received, "judge_done": time.monotonic()}
+            os.write(job["report"], json.dumps({"trace": stamps}).encode() + b"\n")
         for fd in fds:
             os.close(fd)
         cpu_s = time.process_time() - started
@@ -152,11 +162,12 @@ def _judge(request: dict[str, Any], job: dict[str, int]) -> bool:
         "JUDGE_DATA": data,
         "candidate": candidate,
         "report": report,
+        "compile_once": compile_once,
     }
     report({"started": True})
     _limit_memory(request["memory_mb"])
     try:
-        exec(compile(code, "judge.py", "exec"), namespace)
+        exec(compile_once(code, "judge.py"), namespace)
     except MemoryError:
         report({"status": "memory_limit", "error": "the judge ran out of memory on the program's values"})
         return False
@@ -164,6 +175,28 @@ def _judge(request: dict[str, Any], job: dict[str, int]) -> bool:
         report({"status": "judge_error", "error": f"the judge failed: {bridge.describe(error)}"})
         return False
     return True
+
+
+_COMPILED: dict[tuple[str | bytes, str], Any] = {}  # this judge's code objects (its problem's only)
+COMPILED_KEPT = 16
+
+
+def compile_once(source: str | bytes, filename: str) -> Any:
+    """`compile(source, filename, "exec")`, kept for this judge's next jobs.
+
+    A judge serves the jobs of one key: its program and its problem's code (a HumanEval prompt and
+    test) are the same bytes each time, so each is compiled at its first job only. A code object is
+    immutable, and each job still runs it in a namespace of its own; a compile that fails is not
+    kept (it raises again, for the job that asks).
+    """
+    key = (source, filename)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        compiled = compile(source, filename, "exec")
+        if len(_COMPILED) >= COMPILED_KEPT:
+            _COMPILED.clear()
+        _COMPILED[key] = compiled
+    return compiled
 
 
 def _limit_memory(memory_mb: int) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -309,3 +310,35 @@ def test_a_judges_cpu_time_counts_against_the_jobs_limit(sandbox: Sandbox) -> No
     )
     run = sandbox.run_judged("def f(): pass\n", JudgeSpec(spin), Limits(wall_s=5, cpu_s=1))
     assert run.status is Status.TIMEOUT and "judging" in (run.error or "")
+
+
+def test_one_problems_jobs_share_a_judge_and_a_new_problems_judge_was_forked_ahead(
+    sandbox: Sandbox,
+) -> None:
+    # The judge says which process it is and when that process started (clock ticks since boot).
+    whoami = (
+        "import os\nfields = open('/proc/self/stat').read().rpartition(')')[2].split()\n"
+        "report({'status': 'ok', 'pid': os.getpid(), 'start': int(fields[19]) / os.sysconf('SC_CLK_TCK'),"
+        " 'problem': JUDGE_DATA.decode()})\n"
+    )
+    first = [sandbox.run_judged("def f(): pass\n", JudgeSpec(whoami, b"A")).judge or {} for _ in range(2)]
+    assert first[0]["pid"] == first[1]["pid"]  # one problem, one judge
+    time.sleep(1.0)
+    asked = time.clock_gettime(time.CLOCK_BOOTTIME)
+    other = sandbox.run_judged("def f(): pass\n", JudgeSpec(whoami, b"B")).judge or {}
+    assert other["problem"] == "B" and other["pid"] != first[0]["pid"]
+    assert other["start"] < asked - 0.5  # waiting before the job was sent, having run nothing
+
+
+def test_a_judge_compiles_its_problems_code_once() -> None:
+    from evalfarm.sandbox import _judge_host
+
+    code = _judge_host.compile_once("x = 1\n", "test.py")
+    assert _judge_host.compile_once("x = 1\n", "test.py") is code
+    assert _judge_host.compile_once("x = 1\n", "prompt.py") is not code
+    for _ in range(2):  # a failed compile raises for every job that asks, and is not kept
+        with pytest.raises(SyntaxError):
+            _judge_host.compile_once("def (:\n", "test.py")
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    assert namespace["x"] == 1
