@@ -39,6 +39,7 @@ import resource
 import signal
 import stat
 import sys
+import time
 from typing import Any, NoReturn
 
 from evalfarm.sandbox import _landlock, _linux, _payload, _rootfs, _seccomp, languages
@@ -72,11 +73,20 @@ FETCH_MAX_BYTES = 8 << 20  # the files a run's result brings back, in all
 MNT_DIR = ".mnt/"  # a job's /mnt/<path>, relative to /tmp (sandbox._rootfs.MNT_TARGET)
 
 
+# When the slot traces its runs (`SandboxConfig.trace`): when this process entered and had its
+# walls up (CLOCK_MONOTONIC, the same clock as the server's and the client's), sent with "started".
+_TRACE: dict[str, float] = {}
+
+
 def child_main(plan: dict[str, Any], fds: dict[int, int]) -> NoReturn:
     """Entry point of a freshly forked run (`fds`: target descriptor -> the server's); never returns."""
     mode = plan["mode"]
+    if plan.get("trace"):
+        _TRACE["child_entered"] = time.monotonic()
     try:
         _enter(plan, fds)
+        if _TRACE:
+            _TRACE["child_walled"] = time.monotonic()
         if mode == "judge_host":
             from evalfarm.sandbox import _judge_host
 
@@ -351,7 +361,9 @@ def _program(plan: dict[str, Any], header: dict[str, Any], blobs: list[bytes]) -
     # gives a failed judge (testlib's FAIL, 3), not the 1 that means "wrong answer".
     crash_exit = int(header.get("crash_exit", 1))
     judge = "crash_exit" in header
-    _report({"started": True})
+    if _TRACE:
+        _TRACE["program_started"] = time.monotonic()
+    _report({"started": True, "trace": _TRACE} if _TRACE else {"started": True})
     os.close(RESULT_FD)  # from here on this process is the program's: it reports nothing
     exit_code, ran = 0, False
     try:

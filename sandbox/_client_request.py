@@ -136,6 +136,7 @@ class Request:
             files=self._files(outputs),
             compile=reply.get("compile"),
             judge=judge_report if self.judged else interactor,
+            trace=_trace(reply, candidate.report, outputs) if "trace" in reply else None,
         )
 
 
@@ -355,6 +356,16 @@ def _with_stdin(blobs: dict[str, bytes], stdin: bytes) -> dict[str, bytes]:
     if stdin:
         blobs["stdin"] = stdin
     return blobs
+
+
+def _trace(reply: dict[str, Any], report: dict[str, Any], outputs: dict[str, bytes]) -> dict[str, float]:
+    """A traced run's stamps: the client's and the server's, the run's child's (from its report,
+    written before its program ran) and the judge's (from the judge's report)."""
+    stamps = dict(reply["trace"])
+    for record in (report, read_report(outputs.get("judge_report", b""))):
+        if isinstance(record.get("trace"), dict):
+            stamps.update(record["trace"])
+    return stamps
 
 
 def read_report(data: bytes) -> dict[str, Any]:

@@ -205,6 +205,7 @@ class Server:
                 request, fds = _protocol.recv(channel)
             except (_protocol.ProtocolError, OSError):  # the client went away
                 return
+            received = time.monotonic()
             named = dict(zip(request.pop("fds", []), fds, strict=False))
             try:
                 header, outputs = self.handle(cast(RequestHeader, request), named)
@@ -213,6 +214,9 @@ class Server:
             finally:
                 for fd in fds:
                     os.close(fd)
+            if self.config.get("trace"):
+                stamps = {"server_received": received, "server_replied": time.monotonic()}
+                header["trace"] = {**stamps, **header.get("trace", {})}
             try:
                 _protocol.send(channel, header, outputs)
             finally:
@@ -370,6 +374,7 @@ class Server:
             if uncapped
             else self.baseline_address_space + (limits["memory_mb"] << 20),
             "max_fd": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            "trace": bool(self.config.get("trace")),
             "cgroup_fds": self.cgroups.procs_fds if self.cgroups and cgroup else [],
         }
 

@@ -71,7 +71,12 @@ class JudgeHost:
         the run's supervision watches."""
         assert self.channel is not None and self.pid is not None
         names = list(job)
-        request = {"fds": names, "memory_mb": memory_mb, "key": key}
+        request = {
+            "fds": names,
+            "memory_mb": memory_mb,
+            "key": key,
+            "trace": bool(self.server.config.get("trace")),
+        }
         _protocol.send(self.channel, request, [job[n] for n in names])
         return Host("judge", self.pid, self.pidfd, self.channel, time.monotonic())
 
@@ -402,7 +407,14 @@ class Run:
             facts[host.role] = dict(host.facts(), ended_by=stopped_for or host.ended_by)
         truncated = {capture.name: capture.truncated for capture in self.captures}
         names = list(self.outputs)
-        return {"members": facts, "truncated": truncated, "fds": names}, [self.outputs[n] for n in names]
+        header = {"members": facts, "truncated": truncated, "fds": names}
+        if self.server.config.get("trace"):  # when each process started and ended, for a profile
+            header["trace"] = {
+                **{f"{m.role}_forked": m.started for m in members},
+                **{f"{m.role}_ended": m.started + m.wall_s for m in members},
+                "supervised": time.monotonic(),
+            }
+        return header, [self.outputs[n] for n in names]
 
 
 def _copy_fd(source: int, target: int) -> None:

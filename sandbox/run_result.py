@@ -38,6 +38,8 @@ class RunResult:
     # "wall_s": float, "cached": bool (its binary was already this slot's)}.
     compile: dict[str, Any] | None = None
     judge: dict[str, Any] | None = None
+    # When the slot traces its runs (`SandboxConfig.trace`): each step's CLOCK_MONOTONIC time.
+    trace: dict[str, float] | None = None
 
     def to_fields(self) -> dict[str, Any]:
         """The result fields of the `program` env (output decoded as UTF-8 with replacement)."""

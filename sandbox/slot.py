@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from evalfarm.limits import Limits
@@ -93,6 +94,9 @@ class SandboxConfig:
     binary_cache_mb: int = 256
     # Where the native-run launcher is built once per machine (default: sandbox._native's choice).
     cache_dir: str | None = None
+    # Stamp each run's steps (`RunResult.trace`: CLOCK_MONOTONIC times of the client, the server,
+    # the run's processes and the judge): bench/bench_profile.py reads them. Off in production.
+    trace: bool = False
 
 
 # Why a slot had to start a run (and maybe its server) again: a bounded set, for logs and metrics.
@@ -464,6 +468,7 @@ class _Server:
             "python_dirs": _python_dirs(),
             "site_dirs": _site_dirs(config.preload + config.extra_preload + config.packages),
             "cpus": self.sandbox.cpus,
+            "trace": config.trace,
             **_launcher(self.sandbox.config.cache_dir or _native.default_cache_dir()),
             "binary_cache": {
                 "entries": self.sandbox.config.binary_cache_entries,
@@ -507,6 +512,7 @@ class _Server:
         assert self.channel is not None
         self.channel.settimeout(request.limits.wall_s + self._margin(request))
         names = list(request.blobs)
+        sent = time.monotonic()
         fds = [_payload.memfd(request.blobs[name]) for name in names]
         try:
             _protocol.send(self.channel, dict(request.header, fds=names), fds)
@@ -522,6 +528,8 @@ class _Server:
         finally:
             for fd in returned:
                 os.close(fd)
+        if "trace" in reply:
+            reply["trace"].update(client_sent=sent, client_received=time.monotonic())
         return request.result(reply, outputs)
 
     def _margin(self, request: Request) -> float:
