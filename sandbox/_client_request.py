@@ -11,6 +11,7 @@ import base64
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from evalfarm.limits import Limits
@@ -358,7 +359,7 @@ def _with_stdin(blobs: dict[str, bytes], stdin: bytes) -> dict[str, bytes]:
     return blobs
 
 
-def _trace(reply: dict[str, Any], report: dict[str, Any], outputs: dict[str, bytes]) -> dict[str, float]:
+def _trace(reply: dict[str, Any], report: Mapping[str, Any], outputs: dict[str, bytes]) -> dict[str, float]:
     """A traced run's stamps: the client's and the server's, the run's child's (from its report,
     written before its program ran) and the judge's (from the judge's report)."""
     stamps = dict(reply["trace"])
