@@ -135,13 +135,22 @@ def _serve_jobs(channel: socket.socket) -> NoReturn:
         with _Output(job["output"]):
             clean = _judge(request, job)
         if request.get("trace"):  # for a profile: when the judge had the job, and was done with it
-            stamps = {"judge_received": received, "judge_done": time.monotonic()}
-            os.write(job["report"], json.dumps({"trace": stamps}).encode() + b"\n")
+            _write_stamps(job["report"], received, time.monotonic())
         for fd in fds:
             os.close(fd)
         cpu_s = time.process_time() - started
         reply = {"done": True, "cpu_s": cpu_s, "exit_code": 0 if clean else 1, "signal": None}
         _protocol.send(channel, dict(reply, retire=not clean))
+
+
+def _write_stamps(report_fd: int, received: float, done: float) -> None:
+    """The trace's record, written without the judge's modules (its problem's code may have
+    replaced them) and lost, not fatal, when the judge closed its report."""
+    record = f'{{"trace": {{"judge_received": {received!r}, "judge_done": {done!r}}}}}\n'
+    try:
+        os.write(report_fd, record.encode())
+    except OSError:
+        pass
 
 
 def _judge(request: dict[str, Any], job: dict[str, int]) -> bool:
