@@ -143,7 +143,8 @@ class AsyncFarm:
             self._in_flight -= 1
             self.last_stats = run.batch.stats
             abandoned = run.abandoned()
-            await asyncio.shield(self._cleanup(abandoned, reply_key))
+            if abandoned:  # a finished batch read its list empty: no task to make for nothing
+                await asyncio.shield(self._cleanup(abandoned, reply_key))
 
     async def release(self) -> None:
         """Close the Redis connections this client holds now (it opens new ones when next used): for
@@ -205,8 +206,7 @@ class AsyncFarm:
         return self._producer.processes(self._sync_redis)
 
     async def _cleanup(self, abandoned: list[str], reply_key: str) -> None:
-        if not abandoned:  # a finished batch read its list empty, and Redis drops empty lists
-            return
+        """Revoke the tasks a batch gave up on and delete its reply list (Redis drops an empty one)."""
         await asyncio.to_thread(self._producer.revoke, abandoned)
         try:
             await self._redis.delete(reply_key)
