@@ -72,13 +72,40 @@ class RedisQoS(redis.QoS):
             pipe.execute()
         virtual.QoS.append(self, message, delivery_tag)
 
+    def ack(self, delivery_tag: str) -> None:
+        # Relies on: kombu acks on the channel that delivered the message, removing its unacked
+        # records through a Redis client built on the channel's connection. After a lost connection
+        # the worker's consumer goes on with a new one, and a task that ends then is acked on its
+        # old channel, whose `channel.connection.client` is gone: kombu's own body raises
+        # AttributeError building a client, which Celery takes for an unrecoverable error (the node
+        # stops). Such a message stays unacked in Redis instead, as a closing channel's do.
+        if self._connection_gone():
+            self._left_unacked(delivery_tag)
+            return
+        super().ack(delivery_tag)
+
+    def reject(self, delivery_tag: str, requeue: bool = False) -> None:
+        # Relies on: as `ack` (kombu's reject restores or removes the records on the same client).
+        if self._connection_gone():
+            self._left_unacked(delivery_tag)
+            return
+        super().reject(delivery_tag, requeue)
+
+    def _connection_gone(self) -> bool:
+        return getattr(self.channel.connection, "client", None) is None
+
+    def _left_unacked(self, delivery_tag: str) -> None:
+        """Forget the tag on this channel (kombu's virtual ack: no Redis) and say it stays unacked."""
+        self.unacked_left([delivery_tag])
+        virtual.QoS.ack(self, delivery_tag)
+
     def restore_unacked(self, client: Any = None) -> Any:
         # Relies on: kombu calls this as a channel closes; after a lost connection the worker's
         # consumer collects the connection and then closes it, and kombu closes the default channel
         # again with `channel.connection.client` gone, where its own body raises AttributeError
         # building a Redis client (Celery takes that for an unrecoverable error and stops the
         # node); `_delivered` holds the channel's unacked tags.
-        if client is None and getattr(self.channel.connection, "client", None) is None:
+        if client is None and self._connection_gone():
             self.unacked_left(list(self._delivered))
             self._delivered.clear()
             return []

@@ -72,6 +72,9 @@ SIGNATURES = [
     (kombu_redis.QoS, "append", "(self, message, delivery_tag)"),
     (virtual.QoS, "append", "(self, message, delivery_tag)"),
     (kombu_redis.QoS, "restore_unacked", "(self, client=None)"),
+    (kombu_redis.QoS, "ack", "(self, delivery_tag)"),
+    (kombu_redis.QoS, "reject", "(self, delivery_tag, requeue=False)"),
+    (virtual.QoS, "ack", "(self, delivery_tag)"),
     (kombu_redis.QoS, "_remove_from_indices", "(self, delivery_tag, pipe=None)"),
     (kombu_redis.QoS, "restore_by_tag", "(self, tag, client=None, leftmost=False)"),
     (kombu_redis.QoS, "pipe_or_acquire", "(self, pipe=None, client=None)"),
@@ -99,6 +102,8 @@ SIGNATURES = [
 OVERRIDES = [
     (celery_internals.RedisQoS, kombu_redis.QoS, "append"),
     (celery_internals.RedisQoS, kombu_redis.QoS, "restore_unacked"),
+    (celery_internals.RedisQoS, kombu_redis.QoS, "ack"),
+    (celery_internals.RedisQoS, kombu_redis.QoS, "reject"),
     (celery_internals.RedisQoS, kombu_redis.QoS, "_remove_from_indices"),
     (celery_internals.RedisChannel, kombu_redis.Channel, "conn_or_acquire"),
     (celery_internals.RedisChannel, kombu_redis.Channel, "get_table"),
@@ -448,6 +453,28 @@ def test_a_closing_channel_restores_its_unacked_messages_unless_its_connection_i
         connection.default_channel.close()  # kombu's own body would raise AttributeError here
         assert client.hexists(UNACKED_KEY, message.delivery_tag)  # left for the node's liveness
         assert client.smembers(held_key(HOLDER)) == {message.delivery_tag.encode()}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("how", ["ack", "reject", "requeue"])
+def test_a_message_acked_after_its_connection_is_gone_stays_unacked_and_the_node_goes_on(
+    redis_server, client, spy, how
+) -> None:
+    with connected(redis_server.url, spy) as connection:
+        publish(connection, {"job": how})
+        message = connection.default_channel.basic_get("code", no_ack=False)
+        connection.transport.client = None  # the consumer reconnected; the task ended after
+        {"ack": message.ack, "reject": message.reject, "requeue": message.requeue}[how]()  # no raise
+        assert client.hexists(UNACKED_KEY, message.delivery_tag)  # left for the node's liveness
+        assert client.smembers(held_key(HOLDER)) == {message.delivery_tag.encode()}
+        assert client.llen("code:6") == 0  # not delivered twice at once
+        qos = connection.default_channel.qos
+        assert message.delivery_tag in qos._dirty  # kombu's virtual ack: dropped at its next flush
+    with connected(redis_server.url, spy) as connection:  # and with a connection, kombu's own ack
+        publish(connection, {"job": "acked"})
+        message = connection.default_channel.basic_get("code", no_ack=False)
+        message.ack()
+        assert not client.hexists(UNACKED_KEY, message.delivery_tag)
 
 
 # -- kombu's channel: malformed items, clients, bindings, options ------------------------------------
