@@ -4,7 +4,7 @@ All against one farm started with `evalfarm up --workers 2` (once, before timing
 
 1. Single-job round trip: `print(1)` scored alone, 200 times in a row, through `Farm.score` and
    `AsyncFarm.score` on the idle farm; p50 and p99 of the round trip minus the job's own `run_s`
-   (the sandboxed run), i.e. what the farm adds. Goal: p50 <= 3 ms, p99 <= 10 ms.
+   (the sandboxed run), i.e. what the farm adds. Goal: p50 <= 1.5 ms.
 2. 2,000 trivial `program` jobs: `evalfarm score --broker URL` versus `evalfarm score --inline
    --workers 2`, both timed end to end as a user runs them (interpreter start, files). Rounds
    alternate and medians are kept, so load from other processes hits both alike. Goal: <= 1.10.
@@ -43,6 +43,7 @@ from evalfarm.workers.demo_jobs import humaneval_jobs, program_jobs  # noqa: E40
 
 WORKERS = 2
 GOAL_RATIO = 1.10
+GOAL_LATENCY_MS = 1.5  # a single job's p50 beyond its run_s, through Farm.score (issue 35)
 
 
 def write_jobs(path: Path, jobs: list[dict[str, Any]]) -> Path:
@@ -118,10 +119,11 @@ def grpo_batch(farm: RunningUp, workdir: Path, n_jobs: int) -> None:
     print(f"  ratio farm / inline: {farm_s / inline_s:.3f}")
 
 
-def _percentiles(values_ms: list[float]) -> str:
+def _percentiles(values_ms: list[float], goal_ms: float | None = None) -> str:
     ordered = sorted(values_ms)
     p50, p99 = ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return f"p50 {p50:5.2f} ms, p99 {p99:5.2f} ms"
+    goal = "" if goal_ms is None else f"  goal p50 <= {goal_ms} ms: {'meets' if p50 <= goal_ms else 'MISSES'}"
+    return f"p50 {p50:5.2f} ms, p99 {p99:5.2f} ms{goal}"
 
 
 def single_job_latency(farm: RunningUp, calls: int) -> None:
@@ -157,9 +159,9 @@ def single_job_latency(farm: RunningUp, calls: int) -> None:
     print(
         f"single job (print(1)), {calls} calls in a row on the idle farm, round trip minus the job's run_s:"
     )
-    print(f"  Farm (sync):      {_percentiles(sync_ms)}")
-    print(f"  AsyncFarm:        {_percentiles(async_ms)}")
-    print(f"  (the run itself, run_s: {_percentiles(runs)}; goal: p50 <= 3 ms and p99 <= 10 ms)")
+    print(f"  Farm (sync):      {_percentiles(sync_ms, GOAL_LATENCY_MS)}")
+    print(f"  AsyncFarm:        {_percentiles(async_ms, GOAL_LATENCY_MS)}")
+    print(f"  (the run itself, run_s: {_percentiles(runs)}; bench_gateway.py sets the ways side by side)")
 
 
 def concurrent_batches(farm: RunningUp, n_jobs: int, batches: int = 64) -> None:
