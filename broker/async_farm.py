@@ -161,15 +161,7 @@ class AsyncFarm:
     ) -> OpeningSession:
         """A session to open: `async with farm.session(ttl_s=60) as s: await s.run("x = 41")`, or
         `s = await farm.session()` to keep it (then `await s.close()`). See `Farm.session`."""
-        spec = SessionSpec.model_validate(
-            {
-                "language": language,
-                "ttl_s": ttl_s,
-                "limits": limits or {},
-                "kind": kind,
-                "workspace": workspace,
-            }
-        )
+        spec = SessionSpec.of(ttl_s, limits, language, kind, workspace)
         return OpeningSession(self._redis, spec)
 
     async def upload_workspace(self, archive: bytes) -> str:

@@ -154,15 +154,7 @@ class Farm:
         `broker.session_client.SessionLimits`' fields. `kind` "bash": bash shells, a run a shell
         command; `workspace`: an id from `upload_workspace`, its files at /workspace. Raises
         SessionsFull when no node has room."""
-        spec = SessionSpec.model_validate(
-            {
-                "language": language,
-                "ttl_s": ttl_s,
-                "limits": limits or {},
-                "kind": kind,
-                "workspace": workspace,
-            }
-        )
+        spec = SessionSpec.of(ttl_s, limits, language, kind, workspace)
         return Session.open(self._redis, spec)
 
     def upload_workspace(self, archive: bytes) -> str:

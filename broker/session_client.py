@@ -78,6 +78,14 @@ class SessionSpec(BaseModel):
     )
     shell: bool = Field(default=True, description="bash: open the shell `default` with the session")
 
+    @classmethod
+    def of(
+        cls, ttl_s: float, limits: dict[str, Any] | None, language: str, kind: str, workspace: str | None
+    ) -> SessionSpec:
+        """The spec of `Farm.session`'s and `AsyncFarm.session`'s arguments, validated."""
+        fields = {"language": language, "ttl_s": ttl_s, "limits": limits or {}, "kind": kind}
+        return cls.model_validate({**fields, "workspace": workspace})
+
     @property
     def lifetime_s(self) -> float:
         return self.limits.lifetime_s
